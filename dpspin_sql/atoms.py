@@ -1,0 +1,129 @@
+"""The public atom dictionary: labels and descriptions fixed before the target split is read.
+
+This module installs a dictionary (from a user's taxonomy file here; the builders that
+derive one from the auxiliary split add theirs) and names it by a hash of its public
+content, which every plan records.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from dpspin_sql import queries
+from dpspin_sql.errors import BadInput
+from dpspin_sql.store import read_file, transaction
+
+
+@dataclass(frozen=True)
+class Atom:
+    atom_id: int
+    label: str
+    description: str = ""
+    aux_support: float | None = None
+
+
+def dictionary_hash(atoms: list[Atom]) -> str:
+    """sha256 over the public content (id, label, description) in atom_id order."""
+    canon = [[a.atom_id, a.label, a.description or ""] for a in sorted(atoms, key=lambda a: a.atom_id)]
+    digest = hashlib.sha256(json.dumps(canon, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+    return f"sha256:{digest}"
+
+
+def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
+            manifest: dict | None = None, scorer: bytes | None = None) -> str:
+    """Replace the dictionary (and the assignments, which refer to the old atom ids)."""
+    if not atoms:
+        raise BadInput("the dictionary is empty")
+    ids = [a.atom_id for a in atoms]
+    if len(set(ids)) != len(ids):
+        raise BadInput("atom ids in the dictionary are not unique")
+    labels = [a.label.strip().lower() for a in atoms]
+    if any(not lab for lab in labels):
+        raise BadInput("every atom needs a non-empty label")
+    if len(set(labels)) != len(labels):
+        raise BadInput("atom labels in the dictionary are not unique")
+    dictionary_id = dictionary_hash(atoms)
+    manifest = dict(manifest or {}, dictionary=dictionary_id, builder=builder, m=len(atoms))
+    import pyarrow as pa
+
+    table = pa.table({
+        "atom_id": [a.atom_id for a in atoms],
+        "label": [a.label for a in atoms],
+        "description": [a.description or "" for a in atoms],
+        "aux_support": [a.aux_support for a in atoms],
+    })
+    con.register("staging_atoms", table)
+    try:
+        with transaction(con):
+            con.execute(queries.load("clear_dictionary"))
+            con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
+            con.execute(queries.load("insert_dictionary"), {
+                "dictionary_id": dictionary_id, "builder": builder,
+                "manifest": json.dumps(manifest), "scorer": scorer,
+                "created_at": datetime.now(timezone.utc).replace(tzinfo=None)})
+    finally:
+        con.unregister("staging_atoms")
+    return dictionary_id
+
+
+def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom]:
+    """Read a taxonomy (CSV/JSONL/Parquet with label[, description][, atom_id], or JSON/YAML list)."""
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(f"taxonomy file not found: {path}")
+    if path.suffix.lower() in (".yaml", ".yml") or (path.suffix.lower() == ".json" and _is_json_array(path)):
+        import yaml
+
+        try:
+            rows = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise BadInput(f"cannot parse {path}: {str(exc).splitlines()[0]}") from None
+        if isinstance(rows, dict) and "atoms" in rows:
+            rows = rows["atoms"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise BadInput(f"{path} must hold a list of {{label, description}} entries")
+    else:
+        rel = read_file(con, path)
+        rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    if not rows:
+        raise BadInput(f"taxonomy {path} has no atoms")
+    if any("label" not in r for r in rows):
+        raise BadInput(f"taxonomy {path} needs a 'label' column")
+    has_ids = all(r.get("atom_id") is not None for r in rows)
+    atoms = []
+    for i, r in enumerate(rows):
+        try:
+            atom_id = int(r["atom_id"]) if has_ids else i
+        except (TypeError, ValueError):
+            raise BadInput(f"taxonomy {path}: atom_id {r['atom_id']!r} is not an integer") from None
+        if atom_id < 0:
+            raise BadInput(f"taxonomy {path}: atom_id {atom_id} is negative")
+        support = r.get("aux_support")
+        atoms.append(Atom(atom_id, str(r["label"] or "").strip(), str(r.get("description") or "").strip(),
+                          float(support) if support is not None else None))
+    return atoms
+
+
+def load_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> str:
+    return install(con, read_taxonomy(con, path), builder="file", manifest={"source": str(path)})
+
+
+def current_atoms(con: duckdb.DuckDBPyConnection) -> list[Atom]:
+    rows = con.execute(queries.load("select_atoms")).fetchall()
+    return [Atom(int(r[0]), r[1], r[2] or "", r[3]) for r in rows]
+
+
+def current_dictionary_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute(queries.load("select_dictionary")).fetchone()
+    return row[0] if row else None
+
+
+def _is_json_array(path: Path) -> bool:
+    with path.open("rb") as fh:
+        head = fh.read(256).lstrip()
+    return head.startswith(b"[") or head.startswith(b"{\"atoms\"")

@@ -1,0 +1,30 @@
+"""Two kinds of failure, because scripts branch on them (SPEC §9 exit codes).
+
+`BadInput` is the user's mistake (exit 2); `Refusal` is the tool declining on privacy
+grounds — an over-budget release, an unsafe SQL statement, a rejected summary (exit 1).
+Both carry one line meant for stderr.
+"""
+
+
+class DpspinError(Exception):
+    exit_code = 2
+
+
+class BadInput(DpspinError):
+    """Missing file or column, a value out of range, unparseable input."""
+
+    exit_code = 2
+
+
+class Refusal(DpspinError):
+    """The tool refuses on privacy grounds; nothing is written."""
+
+    exit_code = 1
+
+
+class BudgetExceeded(Refusal):
+    pass
+
+
+class AuditRefusal(Refusal):
+    pass

@@ -1,0 +1,1 @@
+SELECT atom_id FROM atoms ORDER BY atom_id;

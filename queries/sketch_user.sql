@@ -1,0 +1,49 @@
+-- User-level DP-SPIN sketch C(D) = Σ_u Clip_B(Σ_{x∈D_u} v(x)) in exact fixed point.
+-- The record step is the same as in sketch_record.sql (drop bad weights, top-$K with
+-- atom-index tie-break, Σ v ≤ $scale per record). Each user's vector is then clipped
+-- with integer arithmetic so that Σ_j V_uj ≤ $bound (= floor(B·$scale)) exactly:
+-- V_uj = floor(U_uj · bound / ‖U_u‖₁) when ‖U_u‖₁ > bound. Window SQL rather than a
+-- Python UDF: on 10^6 rows it is ~35x faster than a scalar UDF and ~4x faster than an
+-- arrow UDF (see bench/bench_sketch.py). dpspin_fix and dpspin_clip are SQL macros
+-- from udfs/macros.sql; the SQL surface inlines them when it transpiles.
+WITH target AS (
+    SELECT record_id, user_id FROM records WHERE split = 'target'
+),
+cleaned AS (
+    SELECT a.record_id, a.atom_id, MAX(dpspin_fix(a.weight, $scale)) AS w
+    FROM assignments AS a
+    JOIN target AS t ON t.record_id = a.record_id
+    JOIN atoms AS d ON d.atom_id = a.atom_id
+    GROUP BY a.record_id, a.atom_id
+),
+ranked AS (
+    SELECT record_id, atom_id, w,
+           ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
+    FROM cleaned
+    WHERE w > 0
+),
+kept AS (
+    SELECT record_id, atom_id, w, SUM(w) OVER (PARTITION BY record_id) AS total
+    FROM ranked
+    WHERE k <= $K
+),
+record_vectors AS (
+    SELECT record_id, atom_id,
+           CAST(dpspin_clip(w, total, $scale) AS BIGINT) AS v
+    FROM kept
+),
+user_vectors AS (
+    SELECT t.user_id, r.atom_id, CAST(SUM(r.v) AS HUGEINT) AS u
+    FROM record_vectors AS r
+    JOIN target AS t ON t.record_id = r.record_id
+    GROUP BY t.user_id, r.atom_id
+),
+user_totals AS (
+    SELECT user_id, atom_id, u, SUM(u) OVER (PARTITION BY user_id) AS total
+    FROM user_vectors
+)
+SELECT atom_id,
+       CAST(SUM(dpspin_clip(u, total, $bound)) AS HUGEINT) AS mass
+FROM user_totals
+GROUP BY atom_id
+ORDER BY atom_id;

@@ -1,0 +1,7 @@
+SELECT
+    (SELECT count(*) FROM records WHERE split = 'aux'),
+    (SELECT count(*) FROM records WHERE split = 'target'),
+    (SELECT count(*) FROM records WHERE split = 'excluded'),
+    (SELECT count(DISTINCT user_id) FROM records WHERE split = 'target'),
+    (SELECT count(*) FROM atoms),
+    (SELECT count(*) FROM assignments);
