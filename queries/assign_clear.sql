@@ -1,0 +1,2 @@
+-- A new assignment map replaces every previous assignment row.
+DELETE FROM assignments;
