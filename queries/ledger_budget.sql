@@ -1,0 +1,1 @@
+SELECT epsilon_total, delta_total FROM budget WHERE dataset = $dataset;

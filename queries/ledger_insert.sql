@@ -1,0 +1,2 @@
+INSERT INTO ledger (release_id, dataset, created_at, mechanism, epsilon, delta, params, measurements, plan_path)
+VALUES ($release_id, $dataset, $created_at, $mechanism, $eps, $delta, $params, $measurements, $plan_path);

@@ -1,0 +1,1 @@
+SELECT measurements FROM ledger WHERE release_id = $release_id;
