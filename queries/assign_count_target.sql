@@ -1,1 +1,1 @@
-SELECT count(*) FROM records WHERE split = 'target';
+SELECT count(*) FROM records WHERE split IN ('target', 'excluded');   -- excluded: target records outside the current sample

@@ -1,0 +1,69 @@
+"""Loaders for the paper's three corpora: a preset is a SQL file that shapes the raw
+export into (record_id, [user_id,] text, metadata columns…), read by DuckDB only.
+
+The SQL lives in `queries/preset_<name>.sql`; this module only finds the files,
+checks them, and hands the shaped relation to `store.load_records`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from dpspin_sql import queries
+from dpspin_sql.errors import BadInput
+from dpspin_sql.store import load_records
+
+PRESETS = ("cfpb", "amazon", "yelp")
+USER_COL = {"cfpb": None, "amazon": "user_id", "yelp": "user_id"}
+YELP_BUSINESS_NAMES = ("businesses.jsonl.gz", "businesses.jsonl", "business.jsonl.gz", "business.jsonl",
+                       "yelp_academic_dataset_business.json")
+
+
+def preset_relation(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path,
+                    businesses: str | Path | None = None) -> duckdb.DuckDBPyRelation:
+    """The shaped relation a preset loads (useful to inspect before loading)."""
+    if preset not in PRESETS:
+        raise BadInput(f"--preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(f"input file not found: {path}")
+    if preset == "yelp":
+        bpath = Path(businesses) if businesses else _find_businesses(path)
+        if not bpath.exists():
+            raise BadInput(f"Yelp businesses file not found: {bpath}")
+        params = {"reviews": str(path), "businesses": str(bpath)}
+    elif businesses is not None:
+        raise BadInput("--businesses is only for --preset yelp")
+    else:
+        params = {"path": str(path)}
+    try:
+        rel = con.sql(queries.load(f"preset_{preset}"), params=params)
+        rel.limit(0).fetchall()          # surface missing columns / unreadable files here
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"cannot read {path} as a {preset} export: {first}") from None
+    return rel
+
+
+def load_preset(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path, split: str = "target",
+                **opts) -> int:
+    """Load one of the corpora; returns the number of records loaded.
+
+    Options: `businesses=PATH` for yelp (default: the businesses file beside the reviews).
+    """
+    unknown = set(opts) - {"businesses"}
+    if unknown:
+        raise BadInput(f"unknown preset option(s): {', '.join(sorted(unknown))}")
+    rel = preset_relation(con, preset, path, opts.get("businesses"))
+    return load_records(con, path, id_col="record_id", user_col=USER_COL[preset], text_col="text",
+                        split=split, relation=rel)
+
+
+def _find_businesses(reviews: Path) -> Path:
+    for name in YELP_BUSINESS_NAMES:
+        candidate = reviews.parent / name
+        if candidate.exists():
+            return candidate
+    raise BadInput(f"no Yelp businesses file beside {reviews} (looked for {', '.join(YELP_BUSINESS_NAMES)}); "
+                   "pass it with --businesses")

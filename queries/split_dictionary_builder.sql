@@ -1,0 +1,1 @@
+SELECT builder FROM dictionary;

@@ -1,0 +1,4 @@
+-- The aux split changed: a scorer fitted on the old aux split may have seen records
+-- that are now protected, so it and the assignments it produced are dropped.
+DELETE FROM assignments;
+UPDATE dictionary SET scorer = NULL;

@@ -1,0 +1,1 @@
+SELECT count(*) FROM split_plan WHERE (old_split = 'aux') <> (new_split = 'aux');
