@@ -1,0 +1,1 @@
+SELECT count(*) FROM records WHERE split = 'aux';
