@@ -17,7 +17,7 @@ import duckdb
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput, BudgetExceeded
-from dpspin_sql.store import transaction
+from dpspin_sql.store import first_row, transaction
 
 DEFAULT_DATASET = "default"
 DEFAULT_EPSILON_BUDGET = 1.0
@@ -63,12 +63,12 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float,
 
 
 def ensure_budget(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> None:
-    if con.execute(queries.load("ledger_budget"), {"dataset": dataset}).fetchone() is None:
+    if first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset})) is None:
         set_budget(con, DEFAULT_EPSILON_BUDGET, DEFAULT_DELTA_BUDGET, dataset)
 
 
 def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> BudgetStatus:
-    row = con.execute(queries.load("ledger_budget"), {"dataset": dataset}).fetchone()
+    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
     if row is None:
         raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
     spent_eps, spent_delta = _spent(con, dataset)
@@ -92,7 +92,7 @@ def charge(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, *, mech
         raise BadInput(f"invalid release cost ({epsilon!r}, {delta!r})")
     release_id = uuid.uuid4().hex[:16]
     with transaction(con):
-        row = con.execute(queries.load("ledger_budget"), {"dataset": dataset}).fetchone()
+        row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
         if row is None:
             raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
         spent_eps, spent_delta = _spent(con, dataset)
@@ -107,7 +107,7 @@ def charge(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, *, mech
 
 def measurements(con: duckdb.DuckDBPyConnection, release_id: str) -> list[dict]:
     """The serialized OpenDP measurements and d_in of one release, for an auditor."""
-    row = con.execute(queries.load("ledger_measurements"), {"release_id": release_id}).fetchone()
+    row = first_row(con.execute(queries.load("ledger_measurements"), {"release_id": release_id}))
     if row is None:
         raise BadInput(f"no release {release_id!r} in the ledger")
     return json.loads(row[0])

@@ -13,6 +13,7 @@ import numpy as np
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
+from dpspin_sql.store import first_row
 
 SCALE_BITS = 24
 SCALE = 1 << SCALE_BITS
@@ -74,7 +75,7 @@ def compute_sketch(con: duckdb.DuckDBPyConnection, unit: str = "record", K: int 
     validate_bounds(unit, K, B)
     if unit == "record":
         B = 1.0
-    n_records, n_users, n_without_user = con.execute(queries.load("sketch_units")).fetchone()
+    n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
     if n_records == 0:
         raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
     if unit == "user" and n_without_user:

@@ -119,7 +119,7 @@ def load_records(
     )
     con.register("staging", staged)
     try:
-        nulls = con.execute("SELECT count(*) FROM staging WHERE __record_id IS NULL").fetchone()[0]
+        nulls = first_row(con.execute(queries.load("staging_null_ids")))[0]
         if nulls:
             raise BadInput(f"{nulls} record(s) have no id in column {id_col!r}")
         before = _count(con, "records")
@@ -156,12 +156,19 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
 
 def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row counts a status line needs (aux and target records, atoms, assignments)."""
-    row = con.execute(queries.load("store_counts")).fetchone()
+    row = first_row(con.execute(queries.load("store_counts")))
     return dict(zip(("aux", "target", "excluded", "users_target", "atoms", "assignments"), row))
 
 
+def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:
+    """The first row of a result, fully fetched: DuckDB refuses register/unregister while
+    a result is only partly read (`fetchone` leaves it open)."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    return con.execute(queries.load("count_" + table)).fetchone()[0]
+    return first_row(con.execute(queries.load("count_" + table)))[0]
 
 
 def _first_line(exc: BaseException) -> str:

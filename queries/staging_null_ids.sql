@@ -1,0 +1,1 @@
+SELECT count(*) FROM staging WHERE __record_id IS NULL;
