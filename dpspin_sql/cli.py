@@ -183,10 +183,10 @@ def run(argv: list[str] | None = None) -> int:
         _one_line("aborted")
         return 130
     except Exception as exc:  # click usage errors and unexpected failures
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # (typer's) click exception
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            _one_line(f"error: {exc.format_message()}{hint}")
             return exc.exit_code
         if os.environ.get("DPSPIN_DEBUG"):
             raise

@@ -28,11 +28,11 @@ def connect(path: str | Path, *, create: bool = False, read_only: bool = False) 
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
         raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
-    if not read_only:
+    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
         con.execute(queries.load("schema"))
-    from dpspin_sql import udfs
+        from dpspin_sql import udfs
 
-    udfs.register(con)
+        udfs.register(con)
     return con
 
 
