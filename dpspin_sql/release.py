@@ -163,15 +163,28 @@ class Mechanism:
 
 
 def top_l(values: np.ndarray, L: int) -> list[int]:
-    """Top_L with SPEC's tie-break: higher value first, then lower index."""
-    order = np.lexsort((np.arange(len(values)), -values.astype(np.float64)))
-    if values.dtype == np.int64:  # exact for large fixed-point integers
-        order = sorted(range(len(values)), key=lambda i: (-int(values[i]), i))
-    return [int(i) for i in order[:L]]
+    """Top_L with SPEC's tie-break: higher value first, then lower index (exact on int64)."""
+    return sorted(range(len(values)), key=lambda i: (-int(values[i]), i))[:L]
 
 
 def make_mechanism(config: ReleaseConfig, m: int, scale: int = SCALE) -> Mechanism:
-    """Build and calibrate the OpenDP measurement(s) for `config` over an m-atom sketch."""
+    """Build and calibrate the OpenDP measurement(s) for `config` over an m-atom sketch.
+
+    Domain: int64 vectors of length m (the fixed-point sketch). Sensitivity assumption:
+    the sketch SQL bounds each unit's vector to non-negative L1 ≤ `bound_fix`, so the
+    d_in of each metric is SPEC §2's entry in fixed-point units (sensitivity.py).
+
+    - laplace: discrete Laplace, L1 metric; map ε = d_in/scale.
+    - gaussian: discrete Gaussian, L2 metric, ρ = d_in²/(2·scale²), then OpenDP's
+      zCDP → (ε, δ) conversion at the requested δ.
+    - private_topL: noisy top-k (pure DP, permute-and-flip peeling) on the L∞ metric —
+      monotonic under add/drop, where a unit's vector is non-negative — at ε_sel, then the
+      gaussian above at (ε − ε_sel, δ). The values are drawn for every coordinate and
+      only the admitted ones are kept: with independent noise this is the same
+      distribution as noising the admitted coordinates alone, it keeps the two
+      measurements non-adaptive, and SPEC's restricted Δ2 equals the full one. Cost:
+      the sum of the two maps (sequential composition).
+    """
     config.validate(m)
     bound_fix = scale if config.unit == "record" else fixed_bound(config.B, scale)
     d_in = fixed_point_d_in(config.unit, config.adjacency, bound_fix)
