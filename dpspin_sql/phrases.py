@@ -1,0 +1,336 @@
+"""The phrase builder: two-word review-theme atoms from auxiliary review text (paper §5.3, §6.4).
+
+Every decision is a rule in a domain profile (`profiles/*.yaml`, data the user can copy
+and edit): lowercase and token filtering, candidate bigrams of adjacent content words
+inside one sentence, removal of generic / sentiment-only / off-domain / ill-formed
+phrases, canonicalisation of variants, merging of duplicates that denote the same theme
+(and only those the profile names, plus word-order variants), a minimum auxiliary
+document support, and a ranking by support with ties broken by the label.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+
+import duckdb
+import yaml
+
+from dpspin_sql import queries
+from dpspin_sql.atoms import Atom, _check_m, aux_count
+from dpspin_sql.errors import BadInput
+from dpspin_sql.scorers import STOP_WORDS
+
+PROFILE_LISTS = ("stop_words", "keep_words", "generic_words", "weak_words", "sentiment_words",
+                 "generic_phrases", "off_domain_words", "ill_formed_words")
+PROFILE_MAPS = ("word_map", "phrase_map", "merge")
+_TAG = re.compile(r"<[^>]*>|&[a-z]+;|https?://\S+")
+_BREAK = re.compile(r"[.!?;:,()\[\]{}\"/\n\r\t*~|]+|\s-+\s|\.\.+")
+_WORD = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+@dataclass
+class Profile:
+    """A resolved domain profile (after `extends`)."""
+
+    name: str
+    min_support: int = 25
+    min_word_length: int = 3
+    merge_word_order: bool = True
+    merge_plurals: bool = True
+    lists: dict[str, frozenset] = field(default_factory=dict)
+    maps: dict[str, dict[str, str]] = field(default_factory=dict)
+    source: str = ""
+
+    def words(self, key: str) -> frozenset:
+        return self.lists.get(key, frozenset())
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "source": self.source, "min_support": self.min_support,
+                "min_word_length": self.min_word_length, "merge_word_order": self.merge_word_order,
+                "merge_plurals": self.merge_plurals,
+                **{k: sorted(v) for k, v in self.lists.items()}, **{k: dict(sorted(v.items())) for k, v in self.maps.items()}}
+
+
+def profile_names() -> list[str]:
+    return sorted(p.name[:-5] for p in files("dpspin_sql.profiles").iterdir() if p.name.endswith(".yaml"))
+
+
+def load_profile(name_or_path: str | Path | None = None) -> Profile:
+    """A profile by name (beauty, restaurants, default) or by path to a YAML file."""
+    raw, source = _read_profile(name_or_path or "default")
+    seen = {source}
+    while raw.get("extends"):
+        parent, psource = _read_profile(raw["extends"], relative_to=source)
+        if psource in seen:
+            raise BadInput(f"profile {source}: 'extends' loops back to {psource}")
+        seen.add(psource)
+        raw = _merge(parent, raw)
+    return _resolve(raw, source)
+
+
+def _read_profile(ref, relative_to: str | None = None) -> tuple[dict, str]:
+    ref = str(ref)
+    path = Path(ref)
+    if not (path.suffix in (".yaml", ".yml") or path.exists()):
+        if ref not in profile_names():
+            raise BadInput(f"unknown profile {ref!r}; use one of {', '.join(profile_names())} or a path to a YAML file")
+        text, source = files("dpspin_sql.profiles").joinpath(f"{ref}.yaml").read_text(encoding="utf-8"), ref
+    else:
+        if not path.is_absolute() and relative_to and Path(relative_to).exists() and not path.exists():
+            path = Path(relative_to).parent / path
+        if not path.exists():
+            raise BadInput(f"profile file not found: {path}")
+        text, source = path.read_text(encoding="utf-8"), str(path)
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise BadInput(f"cannot parse profile {source}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(raw, dict):
+        raise BadInput(f"profile {source} must be a mapping of rule names to values")
+    return raw, source
+
+
+def _merge(parent: dict, child: dict) -> dict:
+    """Child over parent: lists are unioned, maps updated, scalars replaced."""
+    out = dict(parent)
+    for key, value in child.items():
+        if key == "extends":
+            continue
+        if key in PROFILE_LISTS and isinstance(value, list):
+            out[key] = list(parent.get(key) or []) + value
+        elif key in PROFILE_MAPS and isinstance(value, dict):
+            out[key] = {**(parent.get(key) or {}), **value}
+        else:
+            out[key] = value
+    out["extends"] = None
+    return out
+
+
+def _resolve(raw: dict, source: str) -> Profile:
+    unknown = set(raw) - set(PROFILE_LISTS) - set(PROFILE_MAPS) - {
+        "name", "description", "extends", "min_support", "min_word_length", "merge_word_order", "merge_plurals"}
+    if unknown:
+        raise BadInput(f"profile {source}: unknown rule(s) {', '.join(sorted(unknown))}")
+    lists = {}
+    for key in PROFILE_LISTS:
+        value = raw.get(key) or []
+        if not isinstance(value, list):
+            raise BadInput(f"profile {source}: {key} must be a list")
+        lists[key] = frozenset(_norm(v) for v in value)
+    maps = {}
+    for key in PROFILE_MAPS:
+        value = raw.get(key) or {}
+        if not isinstance(value, dict):
+            raise BadInput(f"profile {source}: {key} must be a mapping")
+        maps[key] = {_norm(k): _norm(v) for k, v in value.items()}
+        if key != "word_map":
+            bad = [v for v in maps[key].values() if len(v.split()) != 2]
+            if bad:
+                raise BadInput(f"profile {source}: {key} must map to two-word phrases, not {bad[0]!r}")
+    try:
+        return Profile(name=str(raw.get("name") or Path(source).stem), min_support=int(raw.get("min_support", 25)),
+                       min_word_length=int(raw.get("min_word_length", 3)),
+                       merge_word_order=bool(raw.get("merge_word_order", True)),
+                       merge_plurals=bool(raw.get("merge_plurals", True)), lists=lists, maps=maps, source=source)
+    except (TypeError, ValueError):
+        raise BadInput(f"profile {source}: min_support and min_word_length must be integers") from None
+
+
+def _norm(value) -> str:
+    return " ".join(str(value).lower().split())
+
+
+# -- tokens and candidate bigrams --------------------------------------------------------
+
+def sentences(text: str) -> list[list[str | None]]:
+    """Lowercased word sequences per sentence; None marks a token that breaks adjacency."""
+    text = _TAG.sub(" . ", (text or "").lower()).replace("’", "'").replace("'", "")
+    out = []
+    for part in _BREAK.split(text):
+        words = []
+        for tok in part.split():
+            tok = tok.strip("-_'`&+#@$%=<>")
+            words.append(tok if _WORD.match(tok) else None)
+        if words:
+            out.append(words)
+    return out
+
+
+def raw_bigrams(text: str, profile: Profile) -> set[tuple[str, str]]:
+    """Adjacent content-word pairs within a sentence (stop words break adjacency)."""
+    stop = STOP_WORDS | profile.words("stop_words")
+    keep = profile.words("keep_words")
+    found = set()
+    for words in sentences(text):
+        for a, b in zip(words, words[1:]):
+            if a and b and (a not in stop or a in keep) and (b not in stop or b in keep):
+                found.add((a, b))
+    return found
+
+
+def doc_words_and_bigrams(text: str, profile: Profile) -> tuple[set[str], set[tuple[str, str]]]:
+    bigrams = raw_bigrams(text, profile)
+    return {w for pair in bigrams for w in pair}, bigrams
+
+
+# -- canonicalisation, filters, merging ---------------------------------------------------
+
+REASONS = ("ill_formed", "generic", "sentiment_only", "off_domain")
+
+
+def canonical_words(pair: tuple[str, str], profile: Profile, plural_of: dict[str, str]) -> str:
+    """Word-level variants (word_map, plural/singular by aux frequency), then phrase_map."""
+    wmap = profile.maps.get("word_map", {})
+    targets = set(wmap.values())
+    words = [wmap[w] if w in wmap else (w if w in targets else plural_of.get(w, w)) for w in pair]
+    phrase = " ".join(words)
+    return profile.maps.get("phrase_map", {}).get(phrase, phrase)
+
+
+def removal_reason(phrase: str, profile: Profile) -> str | None:
+    """Why a canonical phrase is not a theme (None: it may be one)."""
+    words = phrase.split()
+    keep = profile.words("keep_words")
+    if (len(words) != 2 or words[0] == words[1] or phrase in profile.words("ill_formed_words")
+            or any(w in profile.words("ill_formed_words") for w in words)
+            or any((len(w) < profile.min_word_length or not _VOWEL.search(w)) and w not in keep for w in words)
+            or any(len(w) > 20 for w in words)):
+        return "ill_formed"
+    sentiment, weak = profile.words("sentiment_words"), profile.words("weak_words")
+    if all(w in sentiment for w in words):
+        return "sentiment_only"
+    if (phrase in profile.words("generic_phrases") or any(w in profile.words("generic_words") for w in words)
+            or all(w in sentiment or w in weak for w in words)):
+        return "generic"
+    if any(w in profile.words("off_domain_words") for w in words):
+        return "off_domain"
+    return None
+
+
+def plural_map(word_df: Counter, profile: Profile) -> dict[str, str]:
+    """w and w+'s' both seen in aux text: both become the more frequent form (ties: w)."""
+    if not profile.merge_plurals:
+        return {}
+    out = {}
+    for word, n in word_df.items():
+        if len(word) >= 3 and not word.endswith("s") and word + "s" in word_df:
+            plural = word + "s"
+            winner = plural if word_df[plural] > n else word
+            out[word], out[plural] = winner, winner
+    return out
+
+
+def theme_map(raw_df: Counter, word_df: Counter, profile: Profile) -> tuple[dict, Counter]:
+    """raw bigram → final theme label, and removal counts by reason (over distinct raw bigrams)."""
+    plural_of = plural_map(word_df, profile)
+    removed: Counter = Counter()
+    canon: dict[tuple[str, str], str] = {}
+    weight: Counter = Counter()
+    for pair, n in raw_df.items():
+        phrase = canonical_words(pair, profile, plural_of)
+        reason = removal_reason(phrase, profile)
+        if reason:
+            removed[reason] += 1
+        else:
+            canon[pair] = phrase
+            weight[phrase] += n
+    order = {}
+    if profile.merge_word_order:
+        for phrase in weight:
+            a, b = phrase.split()
+            other = f"{b} {a}"
+            if other in weight and other not in profile.maps.get("phrase_map", {}).values():
+                winner = min((phrase, other), key=lambda p: (-weight[p], p))
+                if phrase in profile.maps.get("phrase_map", {}).values():
+                    winner = phrase
+                order[phrase] = winner
+    merge = profile.maps.get("merge", {})
+    final = {pair: merge.get(order.get(p, p), order.get(p, p)) for pair, p in canon.items()}
+    return final, removed
+
+
+# -- the builder ------------------------------------------------------------------------
+
+def iter_aux_texts(con: duckdb.DuckDBPyConnection, batch: int = 10_000):
+    reader = con.cursor()
+    try:
+        for rb in reader.sql(queries.load("atoms_aux_texts")).to_arrow_reader(batch):
+            yield from rb.column(0).to_pylist()
+    finally:
+        reader.close()
+
+
+def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profile | None = None,
+                  m: int | None = None, min_support: int | None = None) -> tuple[list[Atom], dict]:
+    """Two-word theme atoms from the aux split; returns (atoms, manifest)."""
+    prof = profile if isinstance(profile, Profile) else load_profile(profile)
+    if m is not None:
+        _check_m(m)
+    threshold = prof.min_support if min_support is None else min_support
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        raise BadInput(f"--min-support must be a positive integer, not {threshold!r}")
+    n_aux = aux_count(con)
+    if n_aux == 0:
+        raise BadInput("the auxiliary split is empty: run dpspin split first, or load public records with --split aux")
+    raw_df, word_df = Counter(), Counter()
+    for text in iter_aux_texts(con):
+        words, bigrams = doc_words_and_bigrams(text, prof)
+        raw_df.update(bigrams)
+        word_df.update(words)
+    final, removed = theme_map(raw_df, word_df, prof)
+    support: Counter = Counter()
+    for text in iter_aux_texts(con):
+        support.update({final[p] for p in raw_bigrams(text, prof) if p in final})
+    ranked = sorted(support.items(), key=lambda kv: (-kv[1], kv[0]))
+    above = [(label, n) for label, n in ranked if n >= threshold]
+    kept = above[:m] if m is not None else above
+    variants: dict[str, list] = {}
+    for pair, label in final.items():
+        variants.setdefault(label, []).append((" ".join(pair), raw_df[pair]))
+    atoms, entries = [], []
+    for i, (label, n) in enumerate(kept):
+        forms = [v for v, _ in sorted(variants[label], key=lambda vn: (-vn[1], vn[0]))]
+        others = [f for f in forms if f != label][:3]
+        description = f'reviews that mention "{label}"' + (f" (also: {', '.join(others)})" if others else "")
+        atoms.append(Atom(i, label, description, float(n)))
+        entries.append({"atom_id": i, "label": label, "aux_support": float(n), "variants": forms})
+    if not atoms:
+        raise BadInput(f"no two-word phrase reaches --min-support {threshold} in {n_aux} auxiliary records "
+                       "(lower --min-support, or use a larger auxiliary split)")
+    n_candidates = len(raw_df)
+    n_kept = len(final)
+    canonicalised = sum(1 for pair, label in final.items() if label != " ".join(pair))
+    manifest = {
+        "builder": "phrases", "profile": prof.name, "profile_source": prof.source,
+        "rules": prof.as_dict(), "aux_records": n_aux, "threshold": threshold,
+        "m_requested": m, "m": len(atoms),
+        "counts": {
+            "candidates": n_candidates,
+            "removed": {r: removed.get(r, 0) for r in REASONS},
+            "kept_candidates": n_kept,
+            "canonicalised": canonicalised,
+            "themes": len(support),
+            "merged_variants": n_kept - len(support),
+            "below_threshold": len(support) - len(above),
+            "above_threshold": len(above),
+            "beyond_m": len(above) - len(kept),
+            "final_m": len(atoms),
+        },
+        "atoms": entries,
+    }
+    return atoms, manifest
+
+
+def atom_documents(texts: list[str], manifest: dict) -> list[set[int]]:
+    """For each text, the phrase atoms (ids) whose recorded variants it contains.
+
+    Used to fit per-atom auxiliary centroids; reads the rules from the manifest so it
+    matches exactly what the builder counted.
+    """
+    prof = _resolve({k: v for k, v in manifest["rules"].items() if k not in ("source",)}, manifest.get("profile_source", ""))
+    lookup = {tuple(v.split()): e["atom_id"] for e in manifest["atoms"] for v in e.get("variants", [])}
+    return [{lookup[p] for p in raw_bigrams(t, prof) if p in lookup} for t in texts]
