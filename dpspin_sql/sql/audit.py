@@ -1,0 +1,354 @@
+"""The audit: accept only statements it can prove release nothing but the DP plan.
+
+The accepted shape (docs/SQL.md) is narrow on purpose:
+
+    SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...)
+           atom_id [AS x], DPSPIN_MASS(weight) [AS y]          -- in either order
+    FROM assignments [AS a] [[INNER] JOIN records [AS r] USING (record_id)]
+    [WHERE <per-record predicate>]
+    GROUP BY atom_id
+
+The audit is a whitelist over the syntax tree: every clause, node type and column is
+checked against what is allowed, and anything else is refused with the offending part
+of the statement. A WHERE predicate may only be a deterministic function of one row
+(no subqueries, aggregates, windows, parameters or unknown functions); each of its
+top-level AND terms must read either records columns (it then selects which target
+records enter the sketch) or assignments columns (it selects assignment rows before
+the enforced clip). Either way it runs before the bounds are imposed, so it cannot
+raise a unit's contribution above the bound the release is charged for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dpspin_sql.sql.dialect import DifferentialPrivacy, DpspinMass
+from dpspin_sql.sql.errors import refuse
+from dpspin_sql.sql.options import DPOptions, read_options
+
+ASSIGNMENTS = "assignments"
+RECORDS = "records"
+COLUMNS = {
+    ASSIGNMENTS: ("record_id", "atom_id", "weight"),
+    RECORDS: ("record_id", "user_id", "text", "split", "metadata"),
+}
+
+# Select clauses a DP statement may have; every other one is refused by name.
+_ALLOWED_SELECT_ARGS = {"hint", "expressions", "from_", "joins", "where", "group"}
+_CLAUSE_NAMES = {
+    "with_": "WITH (a common table expression)", "order": "ORDER BY", "limit": "LIMIT", "offset": "OFFSET",
+    "having": "HAVING", "qualify": "QUALIFY", "distinct": "DISTINCT", "windows": "WINDOW",
+    "laterals": "LATERAL", "into": "SELECT INTO", "kind": "SELECT AS STRUCT/VALUE", "exclude": "EXCLUDE",
+    "sample": "TABLESAMPLE", "locks": "FOR UPDATE", "settings": "SETTINGS", "prewhere": "PREWHERE",
+    "connect": "CONNECT BY", "match": "MATCH_RECOGNIZE", "cluster": "CLUSTER BY",
+    "distribute": "DISTRIBUTE BY", "sort": "SORT BY", "operation_modifiers": "a SELECT modifier",
+}
+_EXPOSING = {"order", "limit", "offset", "having", "qualify", "distinct"}
+
+# Node types a WHERE predicate may contain: deterministic functions of one row.
+_WHERE_NODES = (
+    exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
+    exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape,
+    exp.RegexpLike, exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Neg, exp.Add,
+    exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Cast, exp.TryCast, exp.DataType, exp.DataTypeParam,
+    exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Substring, exp.Coalesce, exp.StartsWith, exp.DPipe,
+    exp.Concat, exp.JSONExtract, exp.JSONExtractScalar, exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey,
+    exp.JSONPathSubscript, exp.Abs, exp.Var,
+)
+_WHERE_ARGS = {  # node type -> args allowed to be set (keeps e.g. IN (subquery) and IN UNNEST out)
+    exp.In: {"this", "expressions", "is_global"},
+}
+
+
+@dataclass
+class Audited:
+    """What the rewrite needs from an accepted statement."""
+
+    options: DPOptions
+    unit: str                                   # record | user
+    records_filter: exp.Expression | None       # columns unqualified, over `records`
+    assignments_filter: exp.Expression | None   # columns unqualified, over `assignments`
+    statement: exp.Select
+
+    @property
+    def K(self) -> int:
+        return int(self.options.get("max_atoms_per_record", 3))
+
+    @property
+    def B(self) -> float:
+        return float(self.options.get("contribution_bound", 1.0)) if self.unit == "user" else 1.0
+
+
+def audit(statement: exp.Expression) -> Audited:
+    select = _check_root(statement)
+    scope = _Scope(select)
+    _check_projections(select, scope)
+    _check_group(select, scope)
+    records_filter, assignments_filter = _check_where(select, scope)
+    options = read_options(select.args["hint"])
+    unit = _privacy_unit(options, scope)
+    return Audited(options, unit, records_filter, assignments_filter, select)
+
+
+# -- statement and clauses ---------------------------------------------------------------
+
+def _check_root(statement: exp.Expression) -> exp.Select:
+    if isinstance(statement, exp.SetOperation):
+        refuse(f"{statement.key.upper()}: a DP statement is one SELECT; a set operation could append "
+               "rows the plan does not account for", statement.expression)
+    if isinstance(statement, exp.Subquery):
+        refuse("a parenthesised statement; write the DP SELECT at top level", statement)
+    if not isinstance(statement, exp.Select):
+        refuse(f"only SELECT WITH DIFFERENTIAL_PRIVACY statements are run, not {statement.key.upper()}",
+               statement)
+    hint = statement.args.get("hint")
+    if not isinstance(hint, DifferentialPrivacy):
+        if hint is not None:
+            refuse("query hints are not allowed", hint)
+        refuse("the statement has no WITH DIFFERENTIAL_PRIVACY OPTIONS (...) clause after SELECT", statement)
+    for key, value in statement.args.items():
+        if key in _ALLOWED_SELECT_ARGS or not value:
+            continue
+        clause = _CLAUSE_NAMES.get(key, key.upper())
+        if key in _EXPOSING:
+            why = (f"{clause} exposes something other than the released plan "
+                   "(the plan's atoms, order and length are set by the mechanism and the option top)")
+        else:
+            why = f"{clause} is not allowed in a DP statement"
+        refuse(why, value if isinstance(value, exp.Expression) else statement)
+    if statement.comments or any(n.comments for n in statement.walk() if n is not statement):
+        _strip_comments(statement)
+    if not statement.args.get("from_"):
+        refuse("the statement has no FROM assignments", statement)
+    return statement
+
+
+def _strip_comments(node: exp.Expression) -> None:
+    """Comments never reach generated SQL (a comment can hold `*/`)."""
+    for sub in node.walk():
+        sub.comments = None
+
+
+class _Scope:
+    """The tables of the statement and the qualifiers that name them."""
+
+    def __init__(self, select: exp.Select):
+        self.qualifiers: dict[str, str] = {}
+        self.tables: list[str] = []
+        self._table(select.args["from_"].this, ASSIGNMENTS, "FROM")
+        joins = select.args.get("joins") or []
+        if len(joins) > 1:
+            refuse("more than one JOIN; a DP statement joins records USING (record_id) at most once", joins[1])
+        for join in joins:
+            self._join(join)
+
+    def _table(self, table: exp.Expression, expected: str, where: str) -> None:
+        if isinstance(table, (exp.Subquery, exp.Select)):
+            refuse(f"a subquery in {where}; a DP statement reads the tables {ASSIGNMENTS} and {RECORDS} only",
+                   table)
+        if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+            refuse(f"{where} reads something other than a table ({ASSIGNMENTS}/{RECORDS} only)", table)
+        name = table.name.lower()
+        if table.args.get("db") or table.args.get("catalog"):
+            refuse(f"a qualified table name in {where}; use {expected}", table)
+        if name != expected:
+            if name in (ASSIGNMENTS, RECORDS):
+                refuse(f"{where} must read {expected}, not {name}", table)
+            refuse(f"reads table {table.name!r}, which is not allowed; a DP statement reads "
+                   f"{ASSIGNMENTS} and {RECORDS} only", table)
+        for key, value in table.args.items():
+            if key not in ("this", "alias") and value:
+                refuse(f"table modifiers ({key}) are not allowed in {where}", table)
+        alias = table.args.get("alias")
+        if alias is not None and (alias.args.get("columns") or not alias.name):
+            refuse("column aliases on a table are not allowed", table)
+        qualifier = (alias.name if alias is not None else name).lower()
+        if qualifier in self.qualifiers:
+            refuse(f"the name {qualifier!r} names two tables", table)
+        self.qualifiers[qualifier] = expected
+        self.tables.append(expected)
+
+    def _join(self, join: exp.Join) -> None:
+        for key, value in join.args.items():
+            if key in ("this", "using") or not value:
+                continue
+            if key == "kind" and str(value).upper() == "INNER":
+                continue
+            if key == "on":
+                refuse("JOIN ... ON; join records with USING (record_id)", value)
+            refuse(f"a {str(value).upper() if isinstance(value, str) else key.upper()} join; "
+                   "only [INNER] JOIN records USING (record_id) is allowed", join)
+        self._table(join.this, RECORDS, "JOIN")
+        using = join.args.get("using") or []
+        if len(using) != 1 or not isinstance(using[0], (exp.Identifier, exp.Column)) \
+                or using[0].name.lower() != "record_id":
+            refuse("join records with USING (record_id) exactly", join)
+
+    def resolve(self, column: exp.Column, where: str) -> tuple[str, str]:
+        """(table, column) that a column reference names, or a refusal."""
+        if not isinstance(column.this, exp.Identifier):
+            refuse(f"{column.sql()} in {where} is not a plain column", column)
+        if column.args.get("db") or column.args.get("catalog"):
+            refuse(f"a qualified column in {where} names a table outside the statement", column)
+        name = column.name.lower()
+        if column.table:
+            qualifier = column.table.lower()
+            table = self.qualifiers.get(qualifier)
+            if table is None:
+                refuse(f"{column.table!r} in {where} is not a table of this statement", column)
+            if name not in COLUMNS[table]:
+                refuse(f"{table} has no column {column.name!r}", column)
+            return table, name
+        owners = [t for t in self.tables if name in COLUMNS[t]]
+        if not owners:
+            if name in COLUMNS[RECORDS]:
+                refuse(f"column {column.name!r} is in records; JOIN records USING (record_id) to use it", column)
+            refuse(f"unknown column {column.name!r} in {where}", column)
+        if name == "record_id":
+            return (RECORDS if RECORDS in owners else ASSIGNMENTS), name
+        return owners[0], name
+
+
+def _check_projections(select: exp.Select, scope: _Scope) -> None:
+    atom = mass = 0
+    for item in select.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(item, exp.Alias) and not isinstance(item.args.get("alias"), exp.Identifier):
+            refuse("a projection alias must be a plain name", item)
+        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
+            refuse("SELECT * would expose rows; project atom_id, DPSPIN_MASS(weight)", item)
+        if isinstance(node, exp.Column):
+            table, name = scope.resolve(node, "the projection")
+            if (table, name) == (ASSIGNMENTS, "atom_id"):
+                atom += 1
+                continue
+            refuse(f"column {table}.{name} would reach the output; the output is the released plan only "
+                   "(atom_id, DPSPIN_MASS(weight))", item)
+        if isinstance(node, DpspinMass):
+            arg = node.this
+            if set(k for k, v in node.args.items() if v) != {"this"} or not isinstance(arg, exp.Column):
+                refuse("DPSPIN_MASS takes the weight column only", node)
+            if scope.resolve(arg, "DPSPIN_MASS") != (ASSIGNMENTS, "weight"):
+                refuse("DPSPIN_MASS takes the assignments' weight column only", arg)
+            mass += 1
+            continue
+        _refuse_projection(item, node)
+    if atom != 1 or mass != 1:
+        refuse("the projection must be exactly atom_id and DPSPIN_MASS(weight)", select.expressions[0]
+               if select.expressions else select)
+
+
+def _refuse_projection(item: exp.Expression, node: exp.Expression) -> None:
+    if isinstance(node, exp.Window):
+        refuse("a window function in the projection; the only aggregate is DPSPIN_MASS(weight)", item)
+    if node.find(exp.Subquery, exp.Select, exp.Exists):
+        refuse("a subquery in the projection could smuggle a unit's data into the output", item)
+    if isinstance(node, exp.AggFunc):
+        refuse(f"aggregate {node.key.upper()} is not the DP mass; the only aggregate is DPSPIN_MASS(weight)", item)
+    if node.find(DpspinMass):
+        refuse("an expression over DPSPIN_MASS; the plan carries the mass as released", item)
+    if node.find(exp.AggFunc):
+        refuse("an aggregate other than DPSPIN_MASS(weight)", item)
+    refuse("projection exposes something other than the released plan (atom_id, DPSPIN_MASS(weight))", item)
+
+
+def _check_group(select: exp.Select, scope: _Scope) -> None:
+    group = select.args.get("group")
+    if group is None:
+        refuse("GROUP BY atom_id is required", select)
+    for key, value in group.args.items():
+        if key != "expressions" and value:
+            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY atom_id only", group)
+    keys = group.expressions
+    if len(keys) != 1:
+        refuse("GROUP BY must be atom_id alone", group)
+    key = keys[0]
+    if not isinstance(key, exp.Column) or scope.resolve(key, "GROUP BY") != (ASSIGNMENTS, "atom_id"):
+        refuse("GROUP BY must be atom_id alone; grouping by anything else releases other groups", key)
+
+
+def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expression | None, exp.Expression | None]:
+    where = select.args.get("where")
+    if where is None:
+        return None, None
+    for node in where.this.walk():  # subqueries first: they are the reason, whatever holds them
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
+            refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
+    for node in where.this.walk():
+        _check_where_node(node, scope)
+    on_records, on_assignments = [], []
+    for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        tables = {scope.resolve(c, "WHERE")[0] for c in term.find_all(exp.Column)}
+        names = {scope.resolve(c, "WHERE")[1] for c in term.find_all(exp.Column)}
+        if tables <= {RECORDS} or names <= {"record_id"}:
+            on_records.append(_unqualified(term))
+        elif tables == {ASSIGNMENTS}:
+            on_assignments.append(_unqualified(term))
+        else:
+            refuse("a WHERE term mixes records and assignments columns; split it into AND-ed terms "
+                   "that each read one table", term)
+    return _conjoin(on_records), _conjoin(on_assignments)
+
+
+def _check_where_node(node: exp.Expression, scope: _Scope) -> None:
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
+        refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
+    if isinstance(node, exp.Window):
+        refuse("a window function in WHERE reads other rows; a filter reads one row", node)
+    if isinstance(node, exp.AggFunc):
+        refuse(f"aggregate {node.key.upper()} in WHERE reads other rows; a filter reads one row", node)
+    if isinstance(node, (exp.Placeholder, exp.Parameter)):
+        refuse("parameters are not allowed in WHERE", node)
+    if not isinstance(node, _WHERE_NODES):
+        name = node.name if isinstance(node, exp.Anonymous) else node.key.upper()
+        refuse(f"{name} is not on the list of per-row operations a WHERE filter may use (docs/SQL.md)", node)
+    allowed = _WHERE_ARGS.get(type(node))
+    if allowed is not None:
+        for key, value in node.args.items():
+            if value and key not in allowed:
+                refuse(f"{node.key.upper()} with {key} is not allowed in WHERE", node)
+    if isinstance(node, exp.Column):
+        scope.resolve(node, "WHERE")
+
+
+def _unqualified(term: exp.Expression) -> exp.Expression:
+    term = term.copy()
+    for column in term.find_all(exp.Column):
+        column.set("table", None)
+        column.this.set("quoted", False)
+        column.this.set("this", column.name.lower())
+    return term
+
+
+def _conjoin(terms: list[exp.Expression]) -> exp.Expression | None:
+    if not terms:
+        return None
+    return exp.and_(*terms, copy=False) if len(terms) > 1 else terms[0]
+
+
+def _privacy_unit(options: DPOptions, scope: _Scope) -> str:
+    column = options.get("privacy_unit_column")
+    bound = options.nodes.get("contribution_bound")
+    if column is None:
+        if bound is not None and options.get("contribution_bound") != 1:
+            refuse("contribution_bound without privacy_unit_column: a record-level release has B = 1; "
+                   "set privacy_unit_column = user_id for a user-level bound", bound)
+        return "record"
+    node = options.nodes["privacy_unit_column"]
+    if column.table:
+        table = scope.qualifiers.get(column.table.lower())
+        if table is None:
+            refuse(f"privacy_unit_column {column.sql()}: {column.table!r} is not a table of this statement", node)
+    else:
+        table = RECORDS if column.name.lower() in COLUMNS[RECORDS] else ASSIGNMENTS
+    name = column.name.lower()
+    if name == "user_id" and table == RECORDS:
+        return "user"
+    if name == "record_id":
+        if bound is not None and options.get("contribution_bound") != 1:
+            refuse("privacy_unit_column = record_id is record level, where B = 1; drop contribution_bound "
+                   "or use privacy_unit_column = user_id", bound)
+        return "record"
+    refuse(f"privacy_unit_column = {column.sql()} is not a privacy unit of the store: use user_id "
+           "(user level) or record_id / omit it (record level)", node)

@@ -1,0 +1,113 @@
+"""The DP-SPIN SQL dialect: DuckDB's grammar plus BigQuery's differential-privacy clause.
+
+    SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1.0, ...) atom_id, DPSPIN_MASS(weight)
+    FROM assignments ... GROUP BY atom_id
+
+The clause is parsed right after SELECT (where query hints go) into a
+`DifferentialPrivacy` node held in the Select's `hint` slot; `DPSPIN_MASS(x)` is a
+`DpspinMass` aggregate. Everything else is DuckDB's grammar; what the statement may
+contain is decided by `audit.py`, not here. The grammar is in docs/SQL.md.
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from dpspin_sql.errors import BadInput
+
+NAME = "dpspin"
+
+
+class DifferentialPrivacy(exp.Expression):
+    """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`; expressions are Property nodes."""
+
+    arg_types = {"expressions": False}
+
+
+class DpspinMass(exp.Expression, exp.AggFunc):
+    """`DPSPIN_MASS(weight)`: the enforced, clipped fixed-point sketch mass of an atom."""
+
+    arg_types = {"this": True}
+    _sql_names = ["DPSPIN_MASS"]
+
+
+class DPSpin(DuckDB):
+    class Parser(DuckDB.Parser):
+        FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, "DPSPIN_MASS": DpspinMass.from_arg_list}
+
+        def _parse_hint(self):
+            if (self._curr and self._curr.token_type == TokenType.WITH and self._next
+                    and self._next.text.upper() == "DIFFERENTIAL_PRIVACY"):
+                self._advance(2)
+                self._match_text_seq("OPTIONS")
+                options = self._parse_wrapped_csv(self._parse_dp_option, optional=False)
+                return self.expression(DifferentialPrivacy(expressions=options))
+            return super()._parse_hint()
+
+        def _parse_dp_option(self) -> exp.Property | None:
+            name = self._parse_id_var(any_token=True)
+            if not name:
+                self.raise_error("expected an option name in OPTIONS (...)")
+                return None
+            if not self._match(TokenType.EQ):
+                self.raise_error(f"expected '=' after option {name.name!r}")
+                return None
+            value = self._parse_bitwise()
+            if value is None:
+                self.raise_error(f"expected a value for option {name.name!r}")
+                return None
+            return self.expression(exp.Property(this=exp.var(name.name.lower()), value=value))
+
+    class Generator(DuckDB.Generator):
+        TRANSFORMS = {
+            **DuckDB.Generator.TRANSFORMS,
+            DifferentialPrivacy: lambda self, e: self.differentialprivacy_sql(e),
+        }
+
+        def differentialprivacy_sql(self, expression: DifferentialPrivacy) -> str:
+            options = ", ".join(
+                f"{p.name} = {self.sql(p, 'value')}" for p in expression.expressions)
+            return f" WITH DIFFERENTIAL_PRIVACY OPTIONS ({options})"
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse exactly one DP-SPIN statement; anything unparseable is BadInput (exit 2)."""
+    if not sql or not sql.strip():
+        raise BadInput("empty SQL statement")
+    try:
+        statements = sqlglot.parse(sql, read=DPSpin, error_level=ErrorLevel.RAISE)
+    except (ParseError, TokenError) as exc:
+        raise BadInput(f"cannot parse the SQL statement: {_first_error(exc)}") from None
+    statements = [s for s in statements if s is not None]
+    if not statements:
+        raise BadInput("empty SQL statement")
+    if isinstance(statements[0], _BARE_EXPRESSIONS):
+        raise BadInput(f"not a SQL statement: {_snippet(sql)}")
+    if len(statements) > 1:
+        from dpspin_sql.sql.errors import refuse
+
+        refuse(f"more than one statement (found {len(statements)}); run one DP statement at a time",
+               statements[1])
+    return statements[0]
+
+
+_BARE_EXPRESSIONS = (exp.Alias, exp.Column, exp.Identifier, exp.Literal, exp.Binary, exp.Unary,
+                     exp.Func, exp.Paren, exp.Var)
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors:
+        e = errors[0]
+        where = f" at line {e.get('line')}, col {e.get('col')}" if e.get("line") else ""
+        near = e.get("highlight") or ""
+        return f"{e.get('description', 'syntax error')}{where}" + (f" near {near!r}" if near else "")
+    return str(exc).strip().splitlines()[0]
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

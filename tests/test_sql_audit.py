@@ -1,0 +1,291 @@
+"""The SQL audit: every refusal of docs/SQL.md, hostile statements, and safe disguises.
+
+Dense tables of statement → expected message fragment (sqlglot-style). A refusal is an
+AuditRefusal (exit 1) whose message names the offending part; an unparseable statement
+is BadInput (exit 2).
+"""
+from __future__ import annotations
+
+import pytest
+
+from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.sql import audit_statement
+from dpspin_sql.sql.transpile import sketch_sql
+
+OPTS = "epsilon = 1.0, delta = 1e-6, privacy_unit_column = user_id, contribution_bound = 1, mechanism = 'gaussian', top = 10"
+DP = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) "
+DP_RECORD = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1.0, mechanism = 'laplace') "
+J = "FROM assignments JOIN records USING (record_id)"
+EXAMPLE = f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE split = 'target' GROUP BY atom_id"
+
+
+def opts(**changes) -> str:
+    """The DP clause with options replaced (None drops one)."""
+    base = {"epsilon": "1.0", "delta": "1e-6", "privacy_unit_column": "user_id", "contribution_bound": "1",
+            "mechanism": "'gaussian'", "top": "10"}
+    base.update(changes)
+    body = ", ".join(f"{k} = {v}" for k, v in base.items() if v is not None)
+    return f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({body}) atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id"
+
+
+# -- one row per refusal of docs/SQL.md: (statement, fragment of the message) -------------------
+REFUSALS = [
+    # not a DP statement
+    (f"SELECT atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id", "no WITH DIFFERENTIAL_PRIVACY"),
+    ("DELETE FROM ledger", "only SELECT WITH DIFFERENTIAL_PRIVACY statements"),
+    ("DROP TABLE ledger", "only SELECT WITH DIFFERENTIAL_PRIVACY statements"),
+    (f"{EXAMPLE}; DELETE FROM ledger", "more than one statement"),
+    (f"SELECT /*+ parallel(4) */ atom_id FROM assignments", "no WITH DIFFERENTIAL_PRIVACY"),
+    # exposing clauses
+    (f"{EXAMPLE} ORDER BY atom_id", "ORDER BY exposes"),
+    (f"{EXAMPLE} LIMIT 5", "LIMIT exposes"),
+    (f"{EXAMPLE} LIMIT 5 OFFSET 2", "LIMIT exposes"),
+    (f"{EXAMPLE} HAVING DPSPIN_MASS(weight) > 3", "HAVING exposes"),
+    (f"{EXAMPLE} QUALIFY atom_id = 1", "QUALIFY exposes"),
+    (f"{DP}DISTINCT atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id", "DISTINCT exposes"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) INTO leak {J} GROUP BY atom_id", "SELECT INTO"),
+    # projection
+    (f"{DP}atom_id, DPSPIN_MASS(weight), text {J} GROUP BY atom_id", "records.text would reach the output"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), user_id {J} GROUP BY atom_id", "records.user_id would reach"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), record_id {J} GROUP BY atom_id", "records.record_id would reach"),
+    (f"{DP}* {J} GROUP BY atom_id", "SELECT * would expose rows"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), 42 {J} GROUP BY atom_id", "exposes something other than the released plan"),
+    (f"{DP}atom_id + 0, DPSPIN_MASS(weight) {J} GROUP BY atom_id", "exposes something other"),
+    (f"{DP}atom_id {J} GROUP BY atom_id", "exactly atom_id and DPSPIN_MASS(weight)"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), DPSPIN_MASS(weight) AS again {J} GROUP BY atom_id", "exactly atom_id and"),
+    (f"{DP}atom_id, atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id", "exactly atom_id and"),
+    (f"{DP}atom_id, ROUND(DPSPIN_MASS(weight)) {J} GROUP BY atom_id", "expression over DPSPIN_MASS"),
+    # aggregates
+    (f"{DP}atom_id, SUM(weight) {J} GROUP BY atom_id", "aggregate SUM is not the DP mass"),
+    (f"{DP}atom_id, COUNT(*) {J} GROUP BY atom_id", "aggregate COUNT is not the DP mass"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight * 100) {J} GROUP BY atom_id", "DPSPIN_MASS takes the weight column only"),
+    (f"{DP}atom_id, DPSPIN_MASS(length(text)) {J} GROUP BY atom_id", "DPSPIN_MASS takes the weight column only"),
+    (f"{DP}atom_id, DPSPIN_MASS(r.record_id) FROM assignments a JOIN records r USING (record_id) GROUP BY atom_id",
+     "DPSPIN_MASS takes the assignments' weight column only"),
+    (f"{DP}atom_id, DPSPIN_MASS(DISTINCT weight) {J} GROUP BY atom_id", "DPSPIN_MASS takes the weight column only"),
+    # windows and subqueries
+    (f"{DP}atom_id, DPSPIN_MASS(weight) OVER () {J} GROUP BY atom_id", "window function in the projection"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE ROW_NUMBER() OVER (ORDER BY weight) = 1 GROUP BY atom_id",
+     "window function in WHERE"),
+    (f"{DP}atom_id, (SELECT MAX(weight) FROM assignments) {J} GROUP BY atom_id", "subquery in the projection"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM (SELECT * FROM assignments) GROUP BY atom_id", "subquery in FROM"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE EXISTS (SELECT 1 FROM ledger) GROUP BY atom_id", "subquery in WHERE"),
+    (f"WITH t AS (SELECT * FROM records) {DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id",
+     "common table expression"),
+    (f"{EXAMPLE} UNION ALL SELECT text, 1 FROM records", "UNION: a DP statement is one SELECT"),
+    (f"{EXAMPLE} EXCEPT SELECT atom_id, 1 FROM atoms", "EXCEPT"),
+    # GROUP BY
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J}", "GROUP BY atom_id is required"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id, user_id", "GROUP BY must be atom_id alone"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY user_id", "GROUP BY must be atom_id alone"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY 1", "GROUP BY must be atom_id alone"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY ROLLUP (atom_id)", "GROUP BY"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY ALL", "GROUP BY"),
+    # tables
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM ledger GROUP BY atom_id", "reads table 'ledger', which is not allowed"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM records GROUP BY atom_id", "FROM must read assignments"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM main.assignments GROUP BY atom_id", "qualified table name"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM read_csv('/etc/passwd') GROUP BY atom_id", "other than a table"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments JOIN atoms USING (atom_id) GROUP BY atom_id",
+     "reads table 'atoms', which is not allowed"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments a JOIN records r ON a.record_id = r.record_id "
+     "GROUP BY atom_id", "JOIN ... ON"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments LEFT JOIN records USING (record_id) GROUP BY atom_id",
+     "LEFT join"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments CROSS JOIN records GROUP BY atom_id", "CROSS join"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments JOIN records USING (user_id) GROUP BY atom_id",
+     "USING (record_id) exactly"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} JOIN records r2 USING (record_id) GROUP BY atom_id", "more than one JOIN"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments TABLESAMPLE 10 PERCENT GROUP BY atom_id", "TABLESAMPLE"),
+    # WHERE
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE random() < 0.5 GROUP BY atom_id", "not on the list of per-row"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE getenv('HOME') = 'x' GROUP BY atom_id", "not on the list"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE split = $scale GROUP BY atom_id", "parameters are not allowed"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE weight > AVG(weight) GROUP BY atom_id", "aggregate AVG in WHERE"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE user_id = 'u1' OR atom_id = 3 GROUP BY atom_id",
+     "mixes records and assignments columns"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments WHERE split = 'target' GROUP BY atom_id",
+     "JOIN records USING (record_id) to use it"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE ledger.epsilon > 0 GROUP BY atom_id", "not a table of this statement"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE secret = 1 GROUP BY atom_id", "unknown column 'secret'"),
+    # privacy unit
+    (opts(privacy_unit_column="text"), "privacy_unit_column = text is not a privacy unit"),
+    (opts(privacy_unit_column="r.user_id"), "'r' is not a table of this statement"),
+    (opts(privacy_unit_column="'user_id'"), "must name a column"),
+    (opts(privacy_unit_column=None, contribution_bound="5"), "contribution_bound without privacy_unit_column"),
+    (opts(privacy_unit_column="record_id", contribution_bound="5"), "record level, where B = 1"),
+    # options
+    (opts(epsilon="0"), "epsilon = 0 is out of range"),
+    (opts(epsilon="-1"), "epsilon = -1 is out of range"),
+    (opts(epsilon="1e400"), "epsilon = inf is out of range"),
+    (opts(epsilon="'1'"), "epsilon must be a number"),
+    (opts(epsilon=None), "option epsilon is required"),
+    (opts(mechanism=None), "option mechanism is required"),
+    (opts(mechanism="'magic'"), "'magic' is not one of"),
+    (opts(delta="2"), "delta = 2 is out of range"),
+    (opts(delta="0"), "needs delta > 0"),
+    (opts(top="0"), "top = 0 is out of range"),
+    (opts(top="2.5"), "top must be an integer"),
+    (opts(max_atoms_per_record="0"), "max_atoms_per_record = 0 is out of range"),
+    (opts(contribution_bound="-1"), "contribution_bound = -1 is out of range"),
+    (opts(contribution_bound="1e-9"), "below the fixed-point resolution"),
+    (opts(adjacency="'swap'"), "'swap' is not one of"),
+    (opts(selection_fraction="0.3"), "selection_fraction applies to mechanism private_topL only"),
+    (opts(mechanism="'private_topL'", selection_fraction="1.5"), "selection_fraction = 1.5 is out of range"),
+    (opts(calibration="'classical'"), "classical Gaussian calibration is valid only for epsilon < 1"),
+    (opts(noise_seed="7"), "unknown option 'noise_seed'"),
+    (opts(epsilon="1") .replace("top = 10", "top = 10, top = 3"), "option 'top' is given twice"),
+]
+
+# -- at least 20 hostile statements (every one must be refused) --------------------------------
+HOSTILE = [
+    # raw text in the output, plainly and in disguise
+    (f"{DP}text AS atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id", "records.text would reach"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), MAX(text) {J} GROUP BY atom_id", "aggregate MAX"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), string_agg(text, ',') {J} GROUP BY atom_id", "aggregate"),
+    # LIMIT 1 tricks
+    (f"{EXAMPLE} ORDER BY DPSPIN_MASS(weight) DESC LIMIT 1", "exposes"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM (SELECT * FROM assignments LIMIT 1) AS assignments GROUP BY atom_id",
+     "subquery in FROM"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE record_id = (SELECT record_id FROM records LIMIT 1) "
+     "GROUP BY atom_id", "subquery in WHERE"),
+    # subqueries that smuggle a user's weight
+    (f"{DP}atom_id, DPSPIN_MASS(weight * (SELECT COUNT(*) FROM records WHERE user_id = 'alice')) {J} "
+     "GROUP BY atom_id", "DPSPIN_MASS takes the weight column only"),
+    (f"{DP}atom_id, DPSPIN_MASS(CASE WHEN user_id = 'alice' THEN 1000 ELSE weight END) {J} GROUP BY atom_id",
+     "DPSPIN_MASS takes the weight column only"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) + (SELECT weight FROM assignments WHERE record_id = 'r1') {J} "
+     "GROUP BY atom_id", "subquery in the projection"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE weight IN (SELECT weight FROM assignments) GROUP BY atom_id",
+     "subquery in WHERE"),
+    # unions
+    (f"{EXAMPLE} UNION SELECT user_id, 0 FROM records", "UNION"),
+    (f"SELECT text, 1 FROM records UNION ALL {EXAMPLE}", "UNION"),
+    # window functions
+    (f"{DP}atom_id, DPSPIN_MASS(weight) OVER (PARTITION BY atom_id) {J} GROUP BY atom_id", "window function"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight), SUM(weight) OVER () {J} GROUP BY atom_id", "window function"),
+    # comments
+    (f"{DP}atom_id, DPSPIN_MASS(weight) /* harmless */, text -- only a comment\n {J} GROUP BY atom_id",
+     "records.text would reach"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id -- ;\n; SELECT text FROM records",
+     "more than one statement"),
+    # mixed case
+    (f"sElEcT wItH differential_privacy oPtIoNs ({OPTS}) ATOM_ID, Dpspin_Mass(WEIGHT), TeXt "
+     "FrOm ASSIGNMENTS jOiN RECORDS uSiNg (RECORD_ID) gRoUp By Atom_Id", "records.text would reach"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM LEDGER GROUP BY atom_id", "reads table 'LEDGER'"),
+    # quoted identifiers
+    (f'{DP}atom_id, DPSPIN_MASS(weight), "text" {J} GROUP BY atom_id', "records.text would reach"),
+    (f'{DP}atom_id, DPSPIN_MASS(weight), "Records"."TEXT" {J} GROUP BY atom_id', "records.text would reach"),
+    (f'{DP}atom_id, DPSPIN_MASS(weight) FROM "assignments; DROP TABLE ledger" GROUP BY atom_id', "not allowed"),
+    (f'{DP}"atom_id" AS "x", DPSPIN_MASS("weight") FROM "ledger" GROUP BY "atom_id"', "reads table 'ledger'"),
+    # other exfiltration routes
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} GROUP BY atom_id HAVING COUNT(*) = 1", "HAVING exposes"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} JOIN ledger USING (record_id) GROUP BY atom_id", "more than one JOIN"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments JOIN assignments b USING (record_id) GROUP BY atom_id",
+     "JOIN must read records"),
+    (opts(privacy_unit_column="record_id", contribution_bound="1000"), "record level, where B = 1"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments, records GROUP BY atom_id", "join"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE text LIKE (SELECT text FROM records LIMIT 1) GROUP BY atom_id",
+     "subquery in WHERE"),
+    (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments, UNNEST([1, 2]) GROUP BY atom_id", "join"),
+    (f"INSERT INTO ledger {EXAMPLE}", "only SELECT"),
+]
+
+
+@pytest.mark.parametrize("sql, fragment", REFUSALS + HOSTILE)
+def test_refused(sql: str, fragment: str):
+    with pytest.raises(AuditRefusal) as info:
+        audit_statement(sql)
+    message = str(info.value)
+    assert fragment.lower() in message.lower(), message
+    assert message.startswith("SQL audit refused: ")
+    assert "\n" not in message
+
+
+def test_enough_hostile_statements():
+    assert len(HOSTILE) >= 20
+
+
+@pytest.mark.parametrize("sql, where", [
+    (f"{DP}atom_id, DPSPIN_MASS(weight), text {J} GROUP BY atom_id", "col 191: text]"),
+    (f"{EXAMPLE}\nLIMIT 1", "line 2, col 7: LIMIT 1]"),
+    (f"{DP}atom_id,\n  SUM(weight)\n{J} GROUP BY atom_id", "line 2, col 3: SUM(weight)]"),
+    (opts(epsilon="-1"), "epsilon=-1]"),
+])
+def test_refusal_points_at_the_offending_part(sql: str, where: str):
+    with pytest.raises(AuditRefusal, match=None) as info:
+        audit_statement(sql)
+    assert str(info.value).endswith(where), str(info.value)
+
+
+@pytest.mark.parametrize("sql", [
+    "",
+    "   ;  ",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon) atom_id FROM assignments",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS () atom_id FROM assignments",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1 atom_id FROM assignments",
+    "SELECT atom_id FROM 'unterminated",
+    "SELEC atom_id",
+    "SELECT atom_id FROM assignments WHERE (",
+])
+def test_unparseable_is_bad_input(sql: str):
+    with pytest.raises(BadInput):
+        audit_statement(sql)
+
+
+# -- disguises that are safe: accepted, and rewritten to exactly the canonical sketch -----------
+CANONICAL = f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE split = 'target' GROUP BY atom_id"
+SAME = [
+    CANONICAL + ";",
+    f"{DP}DPSPIN_MASS(weight) AS mass, atom_id AS atom {J} WHERE split = 'target' GROUP BY atom_id",
+    f"{DP}a.atom_id, DPSPIN_MASS(a.weight) FROM assignments AS a INNER JOIN records AS r USING (record_id) "
+    "WHERE r.split = 'target' GROUP BY a.atom_id",
+    f'{DP}"atom_id", dpspin_mass("WEIGHT") FROM "Assignments" JOIN "RECORDS" USING ("record_id") '
+    "WHERE \"Split\" = 'target' GROUP BY \"ATOM_ID\"",
+    f"select with differential_privacy options ({OPTS}) ATOM_ID, dpspin_mass(Weight) from assignments join "
+    "records using (record_id) where SPLIT = 'target' group by atom_id",
+    f"-- a leading comment\n{DP}atom_id /* the atom */, DPSPIN_MASS(weight) {J}\n"
+    "WHERE split = 'target' -- */ UNION SELECT text FROM records\nGROUP BY atom_id",
+    CANONICAL.replace("OPTIONS (", "("),
+]
+
+
+@pytest.mark.parametrize("sql", SAME)
+def test_safe_disguises_rewrite_to_the_canonical_sketch(sql: str):
+    expected = sketch_sql(audit_statement(CANONICAL), "duckdb")
+    got = sketch_sql(audit_statement(sql), "duckdb")
+    assert got == expected
+    assert "UNION" not in got and "text" not in got.replace("'target'", "")
+
+
+@pytest.mark.parametrize("sql, unit, K, B", [
+    (EXAMPLE, "user", 3, 1.0),
+    (EXAMPLE.replace("privacy_unit_column = user_id, contribution_bound = 1, ", ""), "record", 3, 1.0),
+    (opts(privacy_unit_column="records.user_id", contribution_bound="2.5", max_atoms_per_record="5"), "user", 5, 2.5),
+    (opts(privacy_unit_column="record_id", contribution_bound=None), "record", 3, 1.0),
+    (opts(privacy_unit_column="\"USER_ID\""), "user", 3, 1.0),
+    (f"{DP_RECORD}atom_id, DPSPIN_MASS(weight) FROM assignments GROUP BY atom_id", "record", 3, 1.0),
+])
+def test_privacy_unit_and_bounds(sql, unit, K, B):
+    audited = audit_statement(sql)
+    assert (audited.unit, audited.K, audited.B) == (unit, K, B)
+
+
+@pytest.mark.parametrize("where, on_records, on_assignments", [
+    ("split = 'target'", "split = 'target'", None),
+    ("r.split = 'target' AND a.weight > 0.5", "split = 'target'", "weight > 0.5"),
+    ("text ILIKE '%refund%' AND user_id IN ('u1', 'u2')", "text ILIKE '%refund%' AND user_id IN ('u1', 'u2')", None),
+    ("atom_id IN (1, 2, 3) AND NOT (weight < 0.1)", None, "atom_id IN (1, 2, 3) AND NOT (weight < 0.1)"),
+    ("metadata->>'$.product' = 'Mortgage'", "(metadata ->> '$.product') = 'Mortgage'", None),
+    ("record_id LIKE 'r1%'", "record_id LIKE 'r1%'", None),
+    ("length(lower(trim(text))) BETWEEN 10 AND 500", "LENGTH(LOWER(TRIM(text))) BETWEEN 10 AND 500", None),
+    ("coalesce(user_id, '') <> '' AND split IS NOT NULL", "COALESCE(user_id, '') <> '' AND NOT split IS NULL",
+     None),
+])
+def test_where_terms_go_to_their_table(where, on_records, on_assignments):
+    sql = (f"{DP}atom_id, DPSPIN_MASS(weight) FROM assignments a JOIN records r USING (record_id) "
+           f"WHERE {where} GROUP BY atom_id")
+    audited = audit_statement(sql)
+    got = (audited.records_filter.sql("duckdb") if audited.records_filter is not None else None,
+           audited.assignments_filter.sql("duckdb") if audited.assignments_filter is not None else None)
+    assert got == (on_records, on_assignments)
