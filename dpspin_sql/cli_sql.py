@@ -1,0 +1,76 @@
+"""`dpspin sql`: run a DP-SPIN SQL statement, or print its enforced sketch for another engine.
+
+    dpspin sql --db FILE "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) ..." --out PLAN.json
+    dpspin sql --db FILE -f query.sql [--engine duckdb|spark]
+    dpspin sql --dialect spark|bigquery|snowflake|trino|postgres|duckdb --emit-sketch "…"
+
+Refusals (audit, budget) exit 1 and write no plan; unparseable SQL and bad options exit 2.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from dpspin_sql.errors import BadInput
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sql")(sql)
+
+
+def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use -f FILE.sql)."),
+        db: Optional[Path] = typer.Option(None, "--db", help="The dpspin store (not needed with --emit-sketch)."),
+        file: Optional[Path] = typer.Option(None, "-f", "--file", help="Read the statement from a .sql file."),
+        out_path: Path = typer.Option(Path("private_plan.json"), "--out", help="Where to write the plan."),
+        dialect: Optional[str] = typer.Option(None, "--dialect",
+                                              help="duckdb|spark|bigquery|snowflake|trino|postgres (with --emit-sketch)."),
+        emit: bool = typer.Option(False, "--emit-sketch", help="Print the enforced sketch query; run nothing."),
+        engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark: where the sketch is computed."),
+        dataset: Optional[str] = typer.Option(None, "--dataset", help="Budget to charge (default: the store's)."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the plan path.")) -> None:
+    """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge."""
+    from dpspin_sql.sql import run as sql_run
+
+    text = _statement(query, file)
+    if emit:
+        typer.echo(sql_run.emit_sketch(text, dialect or "duckdb"), nl=False)
+        return
+    if dialect is not None:
+        raise BadInput("--dialect goes with --emit-sketch (the statement itself runs on --engine)")
+    if engine not in sql_run.ENGINES:
+        raise BadInput(f"--engine must be one of {', '.join(sql_run.ENGINES)}, not {engine!r}")
+    if db is None:
+        raise BadInput("--db is required to run a statement (only --emit-sketch works without a store)")
+    from dpspin_sql import ledger, store
+
+    con = store.connect(db)
+    try:
+        kwargs = {"dataset": dataset} if dataset else {}
+        plan = sql_run.run_sql(con, text, out_path, engine=engine, **kwargs)
+        if quiet:
+            typer.echo(str(out_path))
+            return
+        from rich.console import Console
+
+        from dpspin_sql.report import plan_table
+
+        console = Console()
+        console.print(plan_table(plan))
+        st = ledger.status(con, dataset or ledger.DEFAULT_DATASET)
+        console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {st.epsilon_total:g}, "
+                      f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
+        console.print(f"plan written to {out_path}")
+    finally:
+        con.close()
+
+
+def _statement(query: str | None, file: Path | None) -> str:
+    if (query is None) == (file is None):
+        raise BadInput("give the statement as an argument or with -f FILE.sql (one of the two)")
+    if file is not None:
+        if not file.is_file():
+            raise BadInput(f"SQL file not found: {file}")
+        return file.read_text(encoding="utf-8")
+    return query

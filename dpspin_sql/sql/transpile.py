@@ -1,0 +1,122 @@
+"""The enforced sketch query for another engine (`dpspin sql --dialect D --emit-sketch`).
+
+sqlglot does the dialect work; this module does what it cannot know:
+
+- the DuckDB macros `dpspin_fix` / `dpspin_clip` (udfs/macros.sql) are inlined: their
+  definitions are parsed and every call is replaced by the body with its arguments;
+- the named parameters ($K, $scale, $bound) are bound to integer literals;
+- HUGEINT (INT128) exists only in DuckDB: elsewhere it becomes an exact 38-digit
+  decimal (BIGNUMERIC in BigQuery);
+- `isfinite(w)` becomes `w >= -DBL_MAX AND w <= DBL_MAX`, false for NaN and ±inf both
+  where NaN compares false (Trino, BigQuery) and where NaN sorts above everything
+  (Spark, Postgres, Snowflake);
+- integer division `//` is floor division of non-negative integers: DIV in Spark,
+  BigQuery and Postgres; `(a - MOD(a, b)) / b` (an exact division) in Trino and
+  Snowflake, whose decimal `/` would round and whose sqlglot output goes through DOUBLE.
+"""
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+
+import sqlglot
+from sqlglot import exp
+
+from dpspin_sql.sql.audit import Audited
+from dpspin_sql.sql.rewrite import BASE_DIALECT, params, rewrite
+
+DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
+DBL_MAX = "1.7976931348623157e308"
+_WIDE = {"bigquery": "BIGNUMERIC"}
+_EXACT_DIV = ("trino", "snowflake")
+
+
+@cache
+def _macros() -> dict[str, tuple[list[str], exp.Expression]]:
+    text = files("dpspin_sql.udfs").joinpath("macros.sql").read_text(encoding="utf-8")
+    found = {}
+    for statement in sqlglot.parse(text, read=BASE_DIALECT):
+        if isinstance(statement, exp.Create) and str(statement.args.get("kind")).upper() == "MACRO":
+            udf = statement.this
+            found[udf.this.name.lower()] = ([p.name.lower() for p in udf.expressions], statement.expression)
+    return found
+
+
+def inline_macros(tree: exp.Expression) -> exp.Expression:
+    """Replace every call of a package macro by its body (arguments parenthesised)."""
+    macros = _macros()
+
+    def substitute(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and node.name.lower() in macros:
+            names, body = macros[node.name.lower()]
+            if len(names) != len(node.expressions):
+                raise ValueError(f"macro {node.name} takes {len(names)} arguments")
+            args = {n: _atom(a) for n, a in zip(names, node.expressions)}
+            return body.copy().transform(
+                lambda n: args[n.name.lower()].copy()
+                if isinstance(n, exp.Column) and not n.table and n.name.lower() in args else n)
+        return node
+
+    return tree.transform(substitute)
+
+
+def _atom(node: exp.Expression) -> exp.Expression:
+    simple = (exp.Column, exp.Literal, exp.Placeholder, exp.Parameter, exp.Paren, exp.Cast, exp.Func)
+    return node if isinstance(node, simple) else exp.Paren(this=node)
+
+
+def bind(tree: exp.Expression, values: dict[str, int]) -> exp.Expression:
+    """Replace named placeholders ($K, ...) with integer literals."""
+    def sub(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and node.name in values:
+            return exp.Literal.number(int(values[node.name]))
+        return node
+
+    tree = tree.transform(sub)
+    left = [n.name for n in tree.find_all(exp.Placeholder)]
+    if left:
+        raise ValueError(f"unbound parameters in the sketch query: {left}")
+    return tree
+
+
+def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """The engine-specific rewrites of the module docstring (none for DuckDB)."""
+    if dialect == BASE_DIALECT:
+        return tree
+    wide = exp.DataType.build(_WIDE.get(dialect, "DECIMAL(38, 0)"), dialect=dialect)
+
+    def types(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
+            return wide.copy()
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "isfinite":
+            (x,) = node.expressions
+            return exp.Paren(this=exp.and_(
+                exp.GTE(this=_atom(x).copy(), expression=exp.Neg(this=exp.Literal.number(DBL_MAX))),
+                exp.LTE(this=_atom(x).copy(), expression=exp.Literal.number(DBL_MAX))))
+        return node
+
+    def division(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.IntDiv):
+            a, b = exp.Paren(this=node.this), _atom(node.expression)
+            remainder = exp.Paren(this=exp.Mod(this=a.copy(), expression=b))
+            exact = exp.Div(this=exp.Paren(this=exp.Sub(this=a, expression=remainder)), expression=b.copy(),
+                            typed=True, safe=False)
+            return exp.Cast(this=exact, to=wide.copy())
+        return node
+
+    tree = tree.transform(types)
+    return tree.transform(division) if dialect in _EXACT_DIV else tree
+
+
+def sketch_sql(audited: Audited, dialect: str = BASE_DIALECT, *, pretty: bool = True,
+               bind_params: bool = True) -> str:
+    """The enforced sketch query of an audited statement for `dialect`."""
+    if dialect not in DIALECTS:
+        from dpspin_sql.errors import BadInput
+
+        raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
+    tree = inline_macros(rewrite(audited))
+    if bind_params:
+        tree = bind(tree, params(audited))
+    tree = for_engine(tree, dialect)
+    return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)

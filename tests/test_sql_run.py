@@ -1,0 +1,212 @@
+"""Running DP statements on a DuckDB store: sketch parity with the core, plans, ledger, CLI."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpspin_sql import ledger, store
+from dpspin_sql.errors import AuditRefusal, BadInput, BudgetExceeded
+from dpspin_sql.sketch import compute_sketch
+from dpspin_sql.sql import audit_statement, emit_sketch, run_sql
+from dpspin_sql.sql.run import duckdb_sketch, release_config
+
+OPTS = "epsilon = 1.0, delta = 1e-6, privacy_unit_column = user_id, contribution_bound = 1, mechanism = 'gaussian', top = 10"
+EXAMPLE = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) atom_id, DPSPIN_MASS(weight) "
+           "FROM assignments JOIN records USING (record_id) WHERE split = 'target' GROUP BY atom_id")
+EXAMPLE_RECORD = EXAMPLE.replace("privacy_unit_column = user_id, contribution_bound = 1, ", "")
+
+# assignment rows the sketch must neutralise: NaN, ±inf, negative, > 1, duplicates, unknown atom, aux record
+HOSTILE_ROWS = """
+INSERT INTO assignments
+      (SELECT record_id, 0 AS atom_id, 'NaN'::DOUBLE AS w FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
+UNION ALL (SELECT record_id, 1, 'inf'::DOUBLE FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
+UNION ALL (SELECT record_id, 2, '-inf'::DOUBLE FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
+UNION ALL (SELECT record_id, 3, -5.0 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
+UNION ALL (SELECT record_id, 4, 1e9 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
+UNION ALL (SELECT record_id, 5, 0.7 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
+UNION ALL (SELECT record_id, 5, 0.9 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
+UNION ALL (SELECT record_id, 999, 1.0 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
+UNION ALL (SELECT record_id, 6, 1.0 FROM records WHERE split = 'aux' ORDER BY record_id LIMIT 5)
+UNION ALL (SELECT 'no-such-record', 6, 1.0)
+UNION ALL (SELECT record_id, 7, NULL FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
+"""
+
+
+def build_store(path: Path) -> Path:
+    """The demo's synthetic corpus, split by user, keyword-assigned, plus hostile assignment rows."""
+    from dpspin_sql import assign, atoms, split
+    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+
+    con = store.connect(path, create=True)
+    ledger.set_budget(con, 100.0, 1e-3)
+    store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
+                       relation=con.from_arrow(synthetic_corpus(3, n_users=250)))
+    split.split(con, unit="user", aux_fraction=0.3, seed=3)
+    atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file")
+    assign.assign(con, scorer="keyword", K=3)
+    con.execute(HOSTILE_ROWS)
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    return build_store(tmp_path_factory.mktemp("sqlrun") / "template.duckdb")
+
+
+@pytest.fixture()
+def con(template, tmp_path):
+    path = tmp_path / "store.duckdb"
+    shutil.copy(template, path)
+    con = store.connect(path)
+    yield con
+    con.close()
+
+
+def stmt(*, unit="user", K=3, B=1.0, where="", mechanism="gaussian") -> str:
+    unit_opts = f"privacy_unit_column = user_id, contribution_bound = {B}, " if unit == "user" else ""
+    where = f" WHERE {where}" if where else ""
+    return (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, {unit_opts}max_atoms_per_record = {K}, "
+            f"mechanism = '{mechanism}') atom_id, DPSPIN_MASS(weight) FROM assignments JOIN records "
+            f"USING (record_id){where} GROUP BY atom_id")
+
+
+@pytest.mark.parametrize("unit, K, B", [
+    ("record", 3, 1.0), ("record", 1, 1.0), ("record", 5, 1.0),
+    ("user", 3, 1.0), ("user", 3, 2.0), ("user", 2, 0.3), ("user", 5, 5.0), ("user", 1, 1e-6),
+])
+def test_sketch_equals_the_core_sketch_exactly(con, unit, K, B):
+    ours = duckdb_sketch(con, audit_statement(stmt(unit=unit, K=K, B=B)))
+    core = compute_sketch(con, unit, K, B)
+    assert ours.mass.dtype == np.int64 and ours.mass.sum() > 0
+    np.testing.assert_array_equal(ours.mass, core.mass)
+    np.testing.assert_array_equal(ours.atom_ids, core.atom_ids)
+    assert (ours.unit, ours.K, ours.B, ours.n_records, ours.n_users) == \
+           (core.unit, core.K, core.B, core.n_records, core.n_users)
+
+
+@pytest.mark.parametrize("unit", ["record", "user"])
+@pytest.mark.parametrize("where, exclude", [
+    ("text ILIKE '%refund%'", "NOT (text ILIKE '%refund%')"),
+    ("user_id < 'u0100' AND length(text) > 60", "NOT (user_id < 'u0100' AND length(text) > 60)"),
+])
+def test_a_records_filter_equals_excluding_the_other_records(con, template, tmp_path, unit, where, exclude):
+    filtered = duckdb_sketch(con, audit_statement(stmt(unit=unit, B=2.0, where=where)))
+    other = store.connect(shutil.copy(template, tmp_path / "excluded.duckdb"))
+    other.execute(f"UPDATE records SET split = 'excluded' WHERE split = 'target' AND {exclude}")
+    expected = compute_sketch(other, unit, 3, 2.0)
+    np.testing.assert_array_equal(filtered.mass, expected.mass)
+    assert 0 < filtered.mass.sum() < compute_sketch(con, unit, 3, 2.0).mass.sum()
+    # the public shape is the whole target split's, never the filtered count
+    assert filtered.n_records == compute_sketch(con, unit, 3, 2.0).n_records
+
+
+def test_an_assignments_filter_selects_rows_before_the_clip(con):
+    full = duckdb_sketch(con, audit_statement(stmt(unit="record")))
+    only = duckdb_sketch(con, audit_statement(stmt(unit="record", where="atom_id IN (0, 1, 2)")))
+    assert np.all(only.mass[3:] == 0) and np.all(only.mass[:3] >= full.mass[:3])
+
+
+PLAN_KEYS = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "B", "K", "L", "m",
+             "calibration", "noise_scale", "comparison_margin", "dictionary")
+
+
+@pytest.mark.parametrize("sql, config", [
+    (EXAMPLE, dict(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="user", B=1.0, K=3, L=10)),
+    (EXAMPLE_RECORD, dict(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="record", K=3, L=10)),
+])
+def test_plan_matches_dpspin_release_and_charges_the_ledger(con, tmp_path, sql, config):
+    from dpspin_sql.pipeline import release_and_charge
+    from dpspin_sql.release import ReleaseConfig
+
+    assert release_config(audit_statement(sql)) == ReleaseConfig(**config)
+    ours = run_sql(con, sql, tmp_path / "sql_plan.json").to_dict()
+    theirs = release_and_charge(con, ReleaseConfig(**config), out_path=tmp_path / "plan.json").to_dict()
+    assert set(ours) == set(theirs)
+    assert {k: ours[k] for k in PLAN_KEYS} == {k: theirs[k] for k in PLAN_KEYS}
+    assert [set(a) for a in ours["atoms"]] == [set(a) for a in theirs["atoms"]]
+    assert len(ours["atoms"]) == 10
+    assert json.loads((tmp_path / "sql_plan.json").read_text())["unit"] == config["unit"]
+    st = ledger.status(con)
+    assert len(st.releases) == 2 and st.epsilon_spent == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("sql, error", [
+    (EXAMPLE + " LIMIT 1", AuditRefusal),
+    (EXAMPLE.replace("top = 10", "top = 500"), AuditRefusal),   # L > m
+    ("SELECT WITH DIFFERENTIAL_PRIVACY", BadInput),
+    (EXAMPLE.replace("epsilon = 1.0", "epsilon = 1000"), BudgetExceeded),
+])
+def test_refusals_write_no_plan_and_charge_nothing(con, tmp_path, sql, error):
+    before = ledger.status(con).epsilon_spent
+    with pytest.raises(error):
+        run_sql(con, sql, tmp_path / "plan.json")
+    assert not (tmp_path / "plan.json").exists()
+    assert ledger.status(con).epsilon_spent == before
+
+
+def test_a_filter_that_fails_at_run_time_is_bad_input(con, tmp_path):
+    with pytest.raises(BadInput, match="sketch query failed"):
+        run_sql(con, stmt(where="CAST(text AS INTEGER) > 3"), tmp_path / "plan.json")
+    assert not (tmp_path / "plan.json").exists() and ledger.status(con).epsilon_spent == 0
+
+
+def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):
+    sql = emit_sketch(EXAMPLE, "duckdb")
+    assert "$" not in sql and "dpspin_fix" not in sql.lower()
+    rows = con.execute(sql).fetchall()
+    core = compute_sketch(con, "user", 3, 1.0)
+    assert {int(a): int(m) for a, m in rows} == {int(a): int(m) for a, m in zip(core.atom_ids, core.mass) if m}
+
+
+# -- the CLI (dpspin sql) ---------------------------------------------------------------------------
+def cli(*args: str) -> int:
+    from dpspin_sql.cli import run
+
+    return run(list(args))
+
+
+def test_cli_runs_a_statement_and_a_file(con, tmp_path, capsys):
+    db = con.execute("PRAGMA database_list").fetchall()[0][2]
+    con.close()
+    assert cli("sql", "--db", db, EXAMPLE, "--out", str(tmp_path / "a.json")) == 0
+    (tmp_path / "q.sql").write_text(EXAMPLE_RECORD + ";\n")
+    assert cli("sql", "--db", db, "-f", str(tmp_path / "q.sql"), "--out", str(tmp_path / "b.json")) == 0
+    assert json.loads((tmp_path / "a.json").read_text())["unit"] == "user"
+    assert json.loads((tmp_path / "b.json").read_text())["unit"] == "record"
+    other = store.connect(db)
+    assert len(ledger.status(other).releases) == 2
+    other.close()
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--out", "{out}", EXAMPLE + " ORDER BY 1"], 1, "SQL audit refused: ORDER BY"),
+    (["--out", "{out}", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon) x"], 2, "cannot parse"),
+    (["--out", "{out}"], 2, "give the statement"),
+    (["--out", "{out}", "-f", "{missing}"], 2, "not found"),
+    (["--out", "{out}", "--engine", "hive", EXAMPLE], 2, "--engine"),
+    (["--emit-sketch", "--dialect", "oracle", EXAMPLE], 2, "--dialect"),
+    (["--dialect", "spark", EXAMPLE], 2, "--dialect goes with --emit-sketch"),
+])
+def test_cli_errors_are_one_line_with_exit_codes(con, tmp_path, capsys, args, code, message):
+    db = con.execute("PRAGMA database_list").fetchall()[0][2]
+    con.close()
+    args = [a.format(out=tmp_path / "p.json", missing=tmp_path / "missing.sql") for a in args]
+    assert cli("sql", "--db", db, *args) == code
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("dialect, marker", [
+    ("duckdb", "INT128"), ("spark", "DIV"), ("bigquery", "BIGNUMERIC"), ("snowflake", "% total"),
+    ("trino", "DECIMAL(38, 0)"), ("postgres", "DIV("),
+])
+def test_cli_emit_sketch_prints_the_enforced_query(capsys, dialect, marker):
+    assert cli("sql", "--emit-sketch", "--dialect", dialect, EXAMPLE) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("WITH target AS") and marker in out and out.rstrip().endswith(";")
