@@ -1,0 +1,76 @@
+WITH target AS (
+  SELECT
+    record_id
+  FROM records
+  WHERE
+    split = 'target' AND split = 'target'
+), cleaned AS (
+  SELECT
+    a.record_id,
+    a.atom_id,
+    MAX(
+      CASE
+        WHEN (
+          a.weight >= -1.7976931348623157e308 AND a.weight <= 1.7976931348623157e308
+        )
+        AND a.weight > 0
+        THEN CAST(FLOOR(LEAST_IGNORE_NULLS(a.weight, 1.0) * 16777216) AS BIGINT)
+      END
+    ) AS w
+  FROM assignments AS a
+  JOIN target AS t
+    ON t.record_id = a.record_id
+  JOIN atoms AS d
+    ON d.atom_id = a.atom_id
+  GROUP BY
+    a.record_id,
+    a.atom_id
+), ranked AS (
+  SELECT
+    record_id,
+    atom_id,
+    w,
+    ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC NULLS LAST, atom_id ASC) AS k
+  FROM cleaned
+  WHERE
+    w > 0
+), kept AS (
+  SELECT
+    record_id,
+    atom_id,
+    w,
+    SUM(w) OVER (PARTITION BY record_id) AS total
+  FROM ranked
+  WHERE
+    k <= 3
+), record_vectors AS (
+  SELECT
+    record_id,
+    atom_id,
+    CAST(CASE
+      WHEN total > 16777216
+      THEN CAST((
+        (
+          (
+            CAST(w AS DECIMAL(38, 0)) * 16777216
+          )
+        ) - (
+          (
+            (
+              CAST(w AS DECIMAL(38, 0)) * 16777216
+            )
+          ) % total
+        )
+      ) / total AS DECIMAL(38, 0))
+      ELSE w
+    END AS BIGINT) AS v
+  FROM kept
+)
+SELECT
+  atom_id,
+  CAST(SUM(v) AS DECIMAL(38, 0)) AS mass
+FROM record_vectors
+GROUP BY
+  atom_id
+ORDER BY
+  atom_id;

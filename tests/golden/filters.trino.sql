@@ -1,0 +1,119 @@
+WITH target AS (
+  SELECT
+    record_id,
+    user_id
+  FROM records
+  WHERE
+    split = 'target'
+    AND (
+      LOWER(text) LIKE '%refund%'
+      AND JSON_EXTRACT_SCALAR(metadata, '$.product') IN ('Mortgage', 'Credit card')
+    )
+), cleaned AS (
+  SELECT
+    a.record_id,
+    a.atom_id,
+    MAX(
+      CASE
+        WHEN (
+          a.weight >= -1.7976931348623157e308 AND a.weight <= 1.7976931348623157e308
+        )
+        AND a.weight > 0
+        THEN CAST(FLOOR(LEAST(a.weight, 1.0) * 16777216) AS BIGINT)
+      END
+    ) AS w
+  FROM assignments AS a
+  JOIN target AS t
+    ON t.record_id = a.record_id
+  JOIN atoms AS d
+    ON d.atom_id = a.atom_id
+  WHERE
+    a.weight >= 0.05
+  GROUP BY
+    a.record_id,
+    a.atom_id
+), ranked AS (
+  SELECT
+    record_id,
+    atom_id,
+    w,
+    ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
+  FROM cleaned
+  WHERE
+    w > 0
+), kept AS (
+  SELECT
+    record_id,
+    atom_id,
+    w,
+    SUM(w) OVER (PARTITION BY record_id) AS total
+  FROM ranked
+  WHERE
+    k <= 5
+), record_vectors AS (
+  SELECT
+    record_id,
+    atom_id,
+    CAST(CASE
+      WHEN total > 16777216
+      THEN CAST((
+        (
+          (
+            CAST(w AS DECIMAL(38, 0)) * 16777216
+          )
+        ) - (
+          (
+            (
+              CAST(w AS DECIMAL(38, 0)) * 16777216
+            )
+          ) % total
+        )
+      ) / total AS DECIMAL(38, 0))
+      ELSE w
+    END AS BIGINT) AS v
+  FROM kept
+), user_vectors AS (
+  SELECT
+    t.user_id,
+    r.atom_id,
+    CAST(SUM(r.v) AS DECIMAL(38, 0)) AS u
+  FROM record_vectors AS r
+  JOIN target AS t
+    ON t.record_id = r.record_id
+  GROUP BY
+    t.user_id,
+    r.atom_id
+), user_totals AS (
+  SELECT
+    user_id,
+    atom_id,
+    u,
+    SUM(u) OVER (PARTITION BY user_id) AS total
+  FROM user_vectors
+)
+SELECT
+  atom_id,
+  CAST(SUM(
+    CASE
+      WHEN total > 41943040
+      THEN CAST((
+        (
+          (
+            CAST(u AS DECIMAL(38, 0)) * 41943040
+          )
+        ) - (
+          (
+            (
+              CAST(u AS DECIMAL(38, 0)) * 41943040
+            )
+          ) % total
+        )
+      ) / total AS DECIMAL(38, 0))
+      ELSE u
+    END
+  ) AS DECIMAL(38, 0)) AS mass
+FROM user_totals
+GROUP BY
+  atom_id
+ORDER BY
+  atom_id;
