@@ -120,3 +120,42 @@ def _write(con, ids: list[str], rows: list[list[tuple[int, float]]]) -> int:
     finally:
         con.unregister("staging_assignments")
     return len(rid)
+
+
+def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
+    """Curator-side check of the current assignments against a metadata dictionary's truth.
+
+    top-1 accuracy among target records whose true combination is an atom, and the
+    overlap between the target split's true top-L combinations and the non-private
+    sketch's top-L atoms. Never released; for choosing a scorer.
+    """
+    from dpspin_sql.atoms import current_manifest
+    from dpspin_sql.sketch import compute_sketch
+
+    manifest = current_manifest(con)
+    fields = manifest.get("fields")
+    if manifest.get("builder") != "metadata" or not fields:
+        raise BadInput("--evaluate needs a metadata dictionary (dpspin atoms build --builder metadata)")
+    keys = {e["atom_id"]: _skey(e["values"]) for e in manifest.get("atoms", [])}
+    con.register("eval_atom_keys", pa.table({"atom_id": pa.array(list(keys), pa.int32()),
+                                             "skey": pa.array(list(keys.values()), pa.string())}))
+    try:
+        n_target, n_true_atom, n_correct, n_assigned = con.execute(
+            queries.load("assign_eval_top1"), {"fields": fields}).fetchall()[0]
+    finally:
+        con.unregister("eval_atom_keys")
+    true_top = [r[0] for r in con.execute(queries.load("assign_eval_true_top"), {"fields": fields, "L": int(L)}).fetchall()]
+    sk = compute_sketch(con, unit="record", K=K)
+    order = sorted(range(sk.m), key=lambda j: (-int(sk.mass[j]), int(sk.atom_ids[j])))[:L]
+    sketch_top = [keys.get(int(sk.atom_ids[j])) for j in order if sk.mass[j] > 0]
+    overlap = len(set(true_top) & set(sketch_top))
+    return {"scorer": load_scorer(con).kind, "K": K, "L": L, "n_target": int(n_target),
+            "n_true_in_dictionary": int(n_true_atom), "n_top1_correct": int(n_correct),
+            "top1_accuracy": round(n_correct / n_true_atom, 4) if n_true_atom else None,
+            "n_assigned": int(n_assigned), "overlap_at_L": overlap,
+            "overlap_fraction": round(overlap / max(len(true_top), 1), 4),
+            "true_top_in_dictionary": sum(1 for k in true_top if k in set(keys.values()))}
+
+
+def _skey(values: list[str | None]) -> str:
+    return "\x1f".join(v if v is not None else "\x00" for v in values)

@@ -23,7 +23,7 @@ from dpspin_sql.atoms import Atom, _check_m, aux_count
 from dpspin_sql.errors import BadInput
 from dpspin_sql.scorers import STOP_WORDS
 
-PROFILE_LISTS = ("stop_words", "keep_words", "generic_words", "weak_words", "sentiment_words",
+PROFILE_LISTS = ("stop_words", "keep_words", "keep_phrases", "generic_words", "weak_words", "sentiment_words",
                  "generic_phrases", "off_domain_words", "ill_formed_words")
 PROFILE_MAPS = ("word_map", "phrase_map", "merge")
 _TAG = re.compile(r"<[^>]*>|&[a-z]+;|https?://\S+")
@@ -195,6 +195,8 @@ def removal_reason(phrase: str, profile: Profile) -> str | None:
     """Why a canonical phrase is not a theme (None: it may be one)."""
     words = phrase.split()
     keep = profile.words("keep_words")
+    if phrase in profile.words("keep_phrases") and len(words) == 2:
+        return None
     if (len(words) != 2 or words[0] == words[1] or phrase in profile.words("ill_formed_words")
             or any(w in profile.words("ill_formed_words") for w in words)
             or any((len(w) < profile.min_word_length or not _VOWEL.search(w)) and w not in keep for w in words)

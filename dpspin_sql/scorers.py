@@ -123,7 +123,104 @@ class KeywordScorer(Scorer):
         return cls(arrays["atom_ids"], meta["words"])
 
 
-SCORERS: dict[str, type[Scorer]] = {"keyword": KeywordScorer}
+TFIDF_PARAMS = {"token_pattern": TOKEN_PATTERN, "lowercase": True, "sublinear_tf": True, "dtype": np.float32}
+
+
+def tfidf_vectorizer(vocabulary: list[str] | None = None, idf: np.ndarray | None = None, ngrams: int = 1,
+                     **fit_params):
+    """A TF-IDF vectorizer; with vocabulary and idf it is the fitted one, rebuilt without pickle."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if vocabulary is None:
+        return TfidfVectorizer(stop_words=sorted(STOP_WORDS), ngram_range=(1, ngrams), **TFIDF_PARAMS, **fit_params)
+    vec = TfidfVectorizer(vocabulary={t: i for i, t in enumerate(vocabulary)}, ngram_range=(1, ngrams), **TFIDF_PARAMS)
+    vec.idf_ = np.asarray(idf, dtype=np.float64)
+    return vec
+
+
+def vocabulary_of(vec) -> list[str]:
+    return [t for t, _ in sorted(vec.vocabulary_.items(), key=lambda kv: kv[1])]
+
+
+class _TfidfScorer(Scorer):
+    def __init__(self, atom_ids, vocabulary: list[str], idf, ngrams: int = 1):
+        super().__init__(atom_ids)
+        self.vocabulary = list(vocabulary)
+        self.idf = np.asarray(idf, dtype=np.float64)
+        self.ngrams = int(ngrams)
+        self.vectorizer = tfidf_vectorizer(self.vocabulary, self.idf, self.ngrams)
+
+    def _base_state(self):
+        return {"vocabulary": self.vocabulary, "ngrams": self.ngrams}, {"idf": self.idf}
+
+
+class SimilarityScorer(_TfidfScorer):
+    """Cosine between a text's TF-IDF vector and each atom's (label + description [+ aux centroid])."""
+
+    kind = "similarity"
+
+    def __init__(self, atom_ids, vocabulary, idf, atom_matrix, ngrams: int = 2):
+        super().__init__(atom_ids, vocabulary, idf, ngrams)
+        self.atom_matrix = sparse.csr_matrix(atom_matrix, dtype=np.float32)   # m × V, rows L2-normalised
+
+    def scores(self, texts):
+        X = self.vectorizer.transform(texts)
+        return np.asarray((X @ self.atom_matrix.T).todense(), dtype=np.float64)
+
+    def state(self):
+        meta, arrays = self._base_state()
+        A = self.atom_matrix
+        return meta, dict(arrays, A_data=A.data, A_indices=A.indices, A_indptr=A.indptr,
+                          A_shape=np.array(A.shape, dtype=np.int64))
+
+    @classmethod
+    def from_state(cls, meta, arrays):
+        A = sparse.csr_matrix((arrays["A_data"], arrays["A_indices"], arrays["A_indptr"]),
+                              shape=tuple(arrays["A_shape"]))
+        return cls(arrays["atom_ids"], meta["vocabulary"], arrays["idf"], A, meta.get("ngrams", 2))
+
+
+class SupervisedScorer(_TfidfScorer):
+    """Multinomial logistic regression on TF-IDF; atom class probabilities are the scores.
+
+    A record's kept probabilities already sum to ≤ 1 (the 'other' class, aux records whose
+    label is not an atom, takes the rest), so they are not renormalised.
+    """
+
+    kind = "supervised"
+    renormalise = False
+
+    def __init__(self, atom_ids, vocabulary, idf, coef, intercept, class_atoms, ngrams: int = 1):
+        super().__init__(atom_ids, vocabulary, idf, ngrams)
+        self.coef = np.asarray(coef, dtype=np.float32)          # C × V
+        self.intercept = np.asarray(intercept, dtype=np.float64)
+        self.class_atoms = np.asarray(class_atoms, dtype=np.int64)   # atom id per class, -1 = other
+        col = {int(a): j for j, a in enumerate(self.atom_ids)}
+        self._cols = np.array([col.get(int(a), -1) for a in self.class_atoms])
+
+    def scores(self, texts):
+        X = self.vectorizer.transform(texts)
+        logits = np.asarray(X @ self.coef.T, dtype=np.float64) + self.intercept
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        proba /= proba.sum(axis=1, keepdims=True)
+        out = np.zeros((proba.shape[0], len(self.atom_ids)))
+        known = self._cols >= 0
+        out[:, self._cols[known]] = proba[:, known]
+        return out
+
+    def state(self):
+        meta, arrays = self._base_state()
+        return meta, dict(arrays, coef=self.coef, intercept=self.intercept, class_atoms=self.class_atoms)
+
+    @classmethod
+    def from_state(cls, meta, arrays):
+        return cls(arrays["atom_ids"], meta["vocabulary"], arrays["idf"], arrays["coef"], arrays["intercept"],
+                   arrays["class_atoms"], meta.get("ngrams", 1))
+
+
+SCORERS: dict[str, type[Scorer]] = {"keyword": KeywordScorer, "similarity": SimilarityScorer,
+                                    "supervised": SupervisedScorer}
 
 
 def from_bytes(blob: bytes) -> Scorer:
