@@ -196,7 +196,7 @@ def sql_record_vectors_of_user_query(con, K: int, B: float) -> dict[tuple, int]:
     head, sep, _ = unit_sql.rpartition("\nSELECT atom_id")
     assert sep
     rows = con.execute(head + "\nSELECT record_id, atom_id, v FROM record_vectors",
-                       {"K": K, "scale": SCALE, "bound": math.floor(B * SCALE)}).fetchall()
+                       {"K": K, "scale": SCALE}).fetchall()
     return {(r[0], int(r[1])): int(r[2]) for r in rows}
 
 
