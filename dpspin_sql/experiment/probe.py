@@ -1,0 +1,141 @@
+"""The probe-atom experiment (paper §6.3, SPEC §6).
+
+A public probe atom — label and description fixed in the grid file, before any target
+record is read — is appended to the dictionary built on the auxiliary split. For each
+injected support s, s synthetic probe records (public, fixed texts) are inserted into the
+target split only (after the protected sample is drawn), pass through the same
+assignment map as every record, and are removed again after the sketch is computed. The
+report gives, per s, the probe's admission rate in the released plan, its mention rate
+in the summary and its non-private rank.
+
+    probe:
+      dataset: cfpb
+      label: "Cryptocurrency exchange / Frozen withdrawal"
+      description: "..."
+      texts: ["...", "..."]          # cycled to make s records
+      support: [0, 5, 10, 20, 40, 80]
+      unit: record
+      n_records: 1000
+      mechanism: [laplace, gaussian, private_topL]
+      epsilon: [1.0]
+      seeds: 10
+"""
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+import pyarrow as pa
+
+from dpspin_sql.errors import BadInput
+
+PROBE_PREFIX = "probe-"
+DEFAULT_PROBE = {
+    "label": "Cryptocurrency exchange / Frozen crypto withdrawal",
+    "description": "product: Cryptocurrency exchange; issue: Frozen crypto withdrawal — the exchange froze the "
+                   "consumer's cryptocurrency account and will not release a withdrawal",
+    "texts": [
+        "My cryptocurrency exchange froze my crypto withdrawal and will not release my funds from the "
+        "cryptocurrency account.",
+        "The crypto exchange has frozen my cryptocurrency withdrawal for weeks and support does not answer.",
+        "I requested a cryptocurrency withdrawal but the exchange froze the crypto account and the withdrawal "
+        "is still frozen.",
+    ],
+}
+PROBE_SWEPT = ("n_records", "n_users", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
+
+
+def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:
+    from dpspin_sql.experiment.grid import _list, run_config, seed_list
+
+    unknown = set(spec) - {"dataset", "label", "description", "texts", "support", "unit", "seeds"} - set(PROBE_SWEPT)
+    if unknown:
+        raise BadInput(f"unknown probe setting(s): {', '.join(sorted(unknown))}")
+    label = spec.get("label") or DEFAULT_PROBE["label"]
+    description = spec.get("description", DEFAULT_PROBE["description"] if "label" not in spec else "")
+    texts = spec.get("texts") or DEFAULT_PROBE["texts"]
+    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise BadInput("probe texts must be a non-empty list of strings")
+    supports = _list(spec.get("support", [0, 5, 10, 20, 40, 80]))
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in supports):
+        raise BadInput("probe support values must be non-negative integers")
+    cfg = dict(base)
+    for k in PROBE_SWEPT:
+        if k in spec:
+            cfg[k] = spec[k]
+    unit = spec.get("unit", "record")
+    if unit not in ("record", "user"):
+        raise BadInput(f"probe unit must be record or user, not {unit!r}")
+    seeds = seed_list(spec.get("seeds", 10))
+    sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
+    Bs = _list(cfg["B"]) if unit == "user" else [1.0]
+    runs, seen = [], set()
+    for s, n, m, K, L, mech, eps, delta, B, seed in itertools.product(
+            supports, sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
+            _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
+        probe = {"label": label, "description": description, "texts": list(texts), "support": int(s)}
+        run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps, delta=delta,
+                         B=B, seed=seed, probe=probe)
+        if run["run_id"] not in seen:
+            seen.add(run["run_id"])
+            runs.append(run)
+    return runs
+
+
+def install_probe_atom(con: duckdb.DuckDBPyConnection, spec: dict, manifest: dict) -> dict:
+    """Append the public probe atom to the installed (aux-built) dictionary."""
+    from dpspin_sql.atoms import Atom, current_atoms, install
+
+    atoms = current_atoms(con)
+    if any(a.label.strip().lower() == spec["label"].strip().lower() for a in atoms):
+        raise BadInput(f"the probe label {spec['label']!r} is already an atom of the dictionary")
+    probe_atom = Atom(max(a.atom_id for a in atoms) + 1, spec["label"], spec.get("description") or "", None)
+    builder = f"{manifest.get('builder', 'dictionary')}+probe"
+    manifest = dict(manifest, probe={"atom_id": probe_atom.atom_id, "label": probe_atom.label,
+                                     "description": probe_atom.description})
+    dictionary_id = install(con, atoms + [probe_atom], builder=builder, manifest=manifest)
+    return dict(manifest, dictionary=dictionary_id, m=len(atoms) + 1, builder=builder)
+
+
+def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> dict:
+    """Insert `support` probe records into the target split, assigned by the store's scorer."""
+    from dpspin_sql.assign import load_scorer
+    from dpspin_sql.atoms import current_atoms
+
+    atoms = current_atoms(con)
+    probe_atom = next((a for a in atoms if a.label == spec["label"]), None)
+    if probe_atom is None:
+        raise BadInput("the probe atom is not in the dictionary")
+    s = int(spec["support"])
+    info = {"atom_id": probe_atom.atom_id, "label": probe_atom.label, "inserted": s, "assigned_to_probe": 0.0}
+    remove_probe_records(con)
+    if s == 0:
+        return info
+    texts = [spec["texts"][i % len(spec["texts"])] for i in range(s)]
+    ids = [f"{PROBE_PREFIX}{i:06d}" for i in range(s)]
+    rows = load_scorer(con).score_top_k(texts, int(K))
+    info["assigned_to_probe"] = float(sum(w for r in rows for a, w in r if a == probe_atom.atom_id))
+    con.register("probe_records", pa.table({"record_id": ids, "user_id": [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)],
+                                            "text": texts}))
+    rid, aid, wts = [], [], []
+    for record_id, kept in zip(ids, rows):
+        for atom_id, weight in kept:
+            rid.append(record_id)
+            aid.append(int(atom_id))
+            wts.append(float(weight))
+    con.register("probe_assignments", pa.table({"record_id": pa.array(rid, pa.string()),
+                                                "atom_id": pa.array(aid, pa.int32()),
+                                                "weight": pa.array(wts, pa.float64())}))
+    try:
+        con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
+                    "SELECT record_id, user_id, text, 'target', NULL FROM probe_records")
+        con.execute("INSERT INTO assignments SELECT record_id, atom_id, weight FROM probe_assignments")
+    finally:
+        con.unregister("probe_records")
+        con.unregister("probe_assignments")
+    return info
+
+
+def remove_probe_records(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DELETE FROM assignments WHERE starts_with(record_id, $p)", {"p": PROBE_PREFIX})
+    con.execute("DELETE FROM records WHERE starts_with(record_id, $p)", {"p": PROBE_PREFIX})

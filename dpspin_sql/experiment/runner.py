@@ -1,0 +1,521 @@
+"""Run a grid: one directory of artifacts per run, resumable, with a clean-run option.
+
+Layout under the output directory:
+
+    grid.yaml                   the grid file this directory belongs to
+    prep/<prep_key>.duckdb      cached preparation: load → split → atoms (aux) → assign
+    prep/<prep_key>.json        its manifest (written last: a prep without it is rebuilt)
+    runs/<run_id>/              config.yaml, private_plan.json, summary.txt,
+                                verifier_attempts.json, metrics.json  (or error.json)
+    stats/, report/, plots/     dataset statistics, grouped tables, figures
+
+A run directory appears only when the run is over (it is written under a temporary name
+and renamed), so a half-written run is one whose temporary directory is still there; it
+is removed and redone. A finished run (metrics.json with status ok) is not recomputed; a
+failed run (error.json) is retried on the next call.
+
+Privacy bookkeeping: every release goes through `pipeline.release_and_charge`, charged
+to the prep store's ledger under a dataset of its own (`<run_id>#<attempt>`) whose budget
+is that one release's cost — each run models one independent release of its sample.
+Mechanism noise is OpenDP's (secure randomness); seeds select protected units only.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import shutil
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import yaml
+
+from dpspin_sql.errors import BadInput
+from dpspin_sql.experiment import metrics as M
+from dpspin_sql.experiment.grid import Grid, load_grid
+
+RUN_FILES = ("config.yaml", "private_plan.json", "summary.txt", "verifier_attempts.json", "metrics.json")
+OWNED = ("runs", "prep", "stats", "report", "plots", "grid.yaml")
+
+
+@dataclasses.dataclass
+class GridResult:
+    out: Path
+    total: int
+    done_before: int
+    ok: int
+    failed: int
+    seconds: float
+    failures: list[tuple[str, str]]
+
+
+# ------------------------------------------------------------------ directory state
+
+def clean(out: Path) -> None:
+    """Remove what an earlier grid left in `out` (only the harness's own entries)."""
+    for name in OWNED:
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def run_state(run_dir: Path) -> str:
+    """'done', 'failed' or 'missing'."""
+    if not run_dir.is_dir():
+        return "missing"
+    mpath = run_dir / "metrics.json"
+    if mpath.exists() and all((run_dir / f).exists() for f in RUN_FILES):
+        try:
+            if json.loads(mpath.read_text(encoding="utf-8")).get("status") == "ok":
+                return "done"
+        except json.JSONDecodeError:
+            pass
+    return "failed"
+
+
+def _claim_grid(out: Path, grid: Grid) -> None:
+    """Write grid.yaml, or refuse to mix this grid's runs with another grid's."""
+    text = yaml.safe_dump(grid.raw, sort_keys=True)
+    gpath = out / "grid.yaml"
+    if gpath.exists():
+        old = gpath.read_text(encoding="utf-8")
+        if yaml.safe_load(old) != yaml.safe_load(text):
+            raise BadInput(f"{out} holds runs of a different grid; pass --clean to replace them, "
+                           "or choose another --out")
+    else:
+        gpath.write_text(text, encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the grid
+
+def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = False, show_progress: bool = True,
+             post: bool = True, console=None) -> GridResult:
+    """Run (or resume) every run of the grid; afterwards write stats, report and plots."""
+    if not isinstance(grid, Grid):
+        grid = load_grid(grid)
+    out = Path(out)
+    if clean_first and out.exists():
+        clean(out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "prep").mkdir(parents=True, exist_ok=True)
+    _claim_grid(out, grid)
+    for tmp in (out / "runs").glob(".*.tmp"):       # half-written runs of an interrupted call
+        shutil.rmtree(tmp, ignore_errors=True)
+    started = time.perf_counter()
+    todo, done_before = [], 0
+    for run in grid.runs:
+        state = run_state(out / "runs" / run["run_id"])
+        if state == "done":
+            done_before += 1
+        else:
+            todo.append(run)
+    ok = failed = 0
+    failures: list[tuple[str, str]] = []
+    by_prep: dict[str, list[dict]] = {}
+    for run in todo:
+        by_prep.setdefault(run["prep_key"], []).append(run)
+    with _progress(show_progress, len(grid.runs), done_before, console) as tick:
+        for key, runs in by_prep.items():
+            runs.sort(key=lambda r: (r["seed"], r["n_records"] or 0, r["n_users"] or 0, r["B"]))
+            try:
+                prep = Prep.open(out / "prep", runs[0])
+            except Exception as exc:  # noqa: BLE001 - the prep failure fails its runs, not the grid
+                err = _error_record(exc)
+                for run in runs:
+                    _write_failure(out / "runs", run, err, stage="prepare")
+                    failed += 1
+                    failures.append((run["run_id"], err["message"]))
+                    tick(False)
+                continue
+            try:
+                for run in runs:
+                    good, message = execute_run(prep, run, out / "runs")
+                    ok += good
+                    failed += not good
+                    if not good:
+                        failures.append((run["run_id"], message))
+                    tick(good)
+            finally:
+                prep.close()
+    result = GridResult(out, len(grid.runs), done_before, ok, failed, round(time.perf_counter() - started, 2),
+                        failures)
+    if post:
+        postprocess(grid, out)
+    return result
+
+
+def postprocess(grid: Grid, out: Path) -> None:
+    """Dataset statistics, grouped tables and plots from the finished runs."""
+    from dpspin_sql.experiment import plots, report, stats
+
+    stats.write_all(grid, out)
+    tables = report.write_report(out)
+    plots.write_all(out, tables)
+
+
+@contextlib.contextmanager
+def _progress(show: bool, total: int, done_before: int, console):
+    counts = {"done": done_before, "failed": 0}
+    if not show:
+        yield lambda good: counts.__setitem__("done" if good else "failed", counts["done" if good else "failed"] + 1)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    def label():
+        rest = total - counts["done"] - counts["failed"]
+        return f"runs: {counts['done']} done, {counts['failed']} failed, {rest} remaining"
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar:
+        task = bar.add_task(label(), total=total, completed=done_before)
+
+        def tick(good: bool):
+            counts["done" if good else "failed"] += 1
+            bar.update(task, advance=1, description=label())
+
+        yield tick
+
+
+# ------------------------------------------------------------------ preparation
+
+class Prep:
+    """A prepared store: records split, dictionary built on aux, target assigned."""
+
+    def __init__(self, path: Path, manifest: dict):
+        from dpspin_sql import store
+
+        self.path = path
+        self.manifest = manifest
+        self.con = store.connect(path)
+        self._mech_cache: dict = {}
+        from dpspin_sql.atoms import current_atoms, current_dictionary_id
+
+        self.atoms = current_atoms(self.con)
+        self.dictionary_id = current_dictionary_id(self.con)
+        self.truth_keys = manifest.get("truth_keys")
+
+    def close(self) -> None:
+        self.con.close()
+
+    @classmethod
+    def open(cls, prep_dir: Path, run: dict) -> "Prep":
+        path = prep_dir / f"{run['prep_key']}.duckdb"
+        mpath = prep_dir / f"{run['prep_key']}.json"
+        if not (path.exists() and mpath.exists()):
+            manifest = prepare(run, path)
+            mpath.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+        return cls(path, json.loads(mpath.read_text(encoding="utf-8")))
+
+    def mechanism(self, config):
+        from dpspin_sql.release import make_mechanism
+
+        key = (json.dumps(dataclasses.asdict(config), sort_keys=True, default=str), len(self.atoms))
+        if key not in self._mech_cache:
+            self._mech_cache[key] = make_mechanism(config, len(self.atoms))
+        return self._mech_cache[key]
+
+
+def prepare(run: dict, path: Path) -> dict:
+    """load → split (seeded hash, user-disjoint at user level) → atoms on aux → assign."""
+    from dpspin_sql import assign, atoms, presets, split, store
+
+    started = time.perf_counter()
+    tmp = path.with_name(path.name + ".building")
+    for p in (tmp, Path(str(tmp) + ".wal"), path, Path(str(path) + ".wal")):
+        if p.exists():
+            p.unlink()
+    con = store.connect(tmp, create=True)
+    try:
+        opts = {"businesses": run["businesses"]} if run.get("businesses") else {}
+        loaded = presets.load_preset(con, run["preset"], run["input"], **opts)
+        rep = split.split(con, run["unit"], float(run["aux_fraction"]), int(run["split_seed"]))
+        if run["builder"] == "metadata":
+            _, manifest = atoms.build(con, "metadata", fields=list(run["fields"]), m=run["m"] or 10_000,
+                                      min_support=int(run.get("min_support") or 1))
+        else:
+            _, manifest = atoms.build(con, "phrases", profile=run.get("profile"), m=run["m"],
+                                      min_support=run.get("min_support"))
+        if run.get("probe"):
+            from dpspin_sql.experiment import probe
+
+            manifest = probe.install_probe_atom(con, run["probe"], manifest)
+        if run["m"] is not None and manifest["m"] < run["L"]:
+            raise BadInput(f"the dictionary has only m={manifest['m']} atoms, fewer than L={run['L']}")
+        arep = assign.assign(con, run["scorer"], K=int(run["K"]))
+        truth_keys = None
+        if run.get("truth_fields") and run["builder"] == "metadata" and run["truth_fields"] == run["fields"]:
+            by_label = {e["label"]: e["values"] for e in manifest.get("atoms", [])}
+            truth_keys = [by_label.get(a.label) for a in atoms.current_atoms(con)]
+        out = {"prep_key": run["prep_key"], "dataset": run["dataset"], "preset": run["preset"],
+               "input": run["input"], "unit": run["unit"], "records_loaded": loaded, "split": rep.as_dict(),
+               "dictionary": manifest.get("dictionary"), "m": manifest.get("m"),
+               "m_requested": run["m"], "builder": run["builder"], "atoms_manifest": manifest,
+               "assign": arep.as_dict(), "truth_fields": run.get("truth_fields") if truth_keys else None,
+               "truth_keys": truth_keys, "seconds": round(time.perf_counter() - started, 2)}
+    finally:
+        con.close()
+    tmp.rename(path)
+    wal = Path(str(tmp) + ".wal")
+    if wal.exists():
+        wal.rename(Path(str(path) + ".wal"))
+    return out
+
+
+# ------------------------------------------------------------------ one run
+
+def execute_run(prep: Prep, run: dict, runs_dir: Path) -> tuple[bool, str]:
+    """Run one configuration; never raises (a failure is recorded in error.json)."""
+    final = runs_dir / run["run_id"]
+    tmp = runs_dir / f".{run['run_id']}.tmp"
+    for p in (tmp, final):
+        if p.exists():
+            shutil.rmtree(p)
+    tmp.mkdir(parents=True)
+    started = time.perf_counter()
+    try:
+        config, metrics = _run(prep, run, tmp)
+        metrics["seconds"] = round(time.perf_counter() - started, 3)
+        config["seconds"] = metrics["seconds"]
+        _dump_yaml(tmp / "config.yaml", config)
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_json_default) + "\n",
+                                          encoding="utf-8")
+        tmp.rename(final)
+        return True, ""
+    except Exception as exc:  # noqa: BLE001 - a failed run is recorded and the grid goes on
+        err = _error_record(exc)
+        _cleanup_probe(prep, run)
+        shutil.rmtree(tmp, ignore_errors=True)
+        _write_failure(runs_dir, run, err, stage="run")
+        return False, err["message"]
+
+
+def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
+    from dpspin_sql import ledger, split
+    from dpspin_sql.decode import summarize, write_summary
+    from dpspin_sql.plan import make_plan
+    from dpspin_sql.release import NoisyRelease, ReleaseConfig
+    from dpspin_sql.sketch import compute_sketch
+    from dpspin_sql.verify import verify
+
+    con = prep.con
+    n = run["n_records"] if run["unit"] == "record" else run["n_users"]
+    rep = split.sample(con, run["unit"], int(n), int(run["seed"]),
+                       strict_sample_size=bool(run["strict_sample_size"]))
+    probe_info = None
+    if run.get("probe"):
+        from dpspin_sql.experiment import probe
+
+        probe_info = probe.insert_probe_records(con, run["probe"], int(run["K"]))
+    try:
+        n_rec, n_usr = con.execute("SELECT count(*), count(DISTINCT user_id) FROM records "
+                                   "WHERE split = 'target'").fetchall()[0]
+        sk = compute_sketch(con, run["unit"], int(run["K"]), float(run["B"]))
+        truth = _truth_vector(con, prep) if prep.truth_keys else None
+    finally:
+        if probe_info is not None:
+            from dpspin_sql.experiment import probe
+
+            probe.remove_probe_records(con)
+    C = sk.as_float()
+    atoms = prep.atoms
+    m = len(atoms)
+    L = int(run["L"])
+    config = ReleaseConfig(mechanism=run["mechanism"], epsilon=float(run["epsilon"]),
+                           delta=float(run["delta"]) if run["mechanism"] != "laplace" else 1e-6,
+                           unit=run["unit"], adjacency=run["adjacency"], B=float(run["B"]), K=int(run["K"]),
+                           L=L, selection_fraction=float(run["selection_fraction"]),
+                           calibration=run["calibration"], public_denominator=run.get("public_denominator"))
+    mech = prep.mechanism(config)
+    eps_cost, delta_cost = mech.cost
+    ledger_dataset = f"{run['run_id']}#{uuid.uuid4().hex[:8]}"
+    ledger.set_budget(con, eps_cost, delta_cost, ledger_dataset)
+    plan, full_noisy = release_capturing(prep, config, sk, atoms, ledger_dataset, out / "private_plan.json")
+
+    dictionary = [{"atom_id": a.atom_id, "label": a.label} for a in atoms]
+    result = summarize(plan, decoder=run["decoder"], max_attempts=int(run["max_attempts"]), dictionary=dictionary)
+    write_summary(result, out / "summary.txt", out / "verifier_attempts.json")
+
+    # the non-private top-L plan and its summary (same decoder) — reference for text metrics
+    s_star = M.top_l(C, L)
+    ref_plan = make_plan(NoisyRelease(admitted=s_star, noisy_mass=[float(C[j]) for j in s_star]), mech, atoms,
+                         prep.dictionary_id or "")
+    ref = summarize(ref_plan, decoder=run["decoder"], max_attempts=int(run["max_attempts"]), dictionary=dictionary)
+
+    pos = {a.atom_id: i for i, a in enumerate(atoms)}
+    admitted = [pos[a.atom_id] for a in plan.atoms]
+    noisy = [a.noisy_mass for a in plan.atoms]
+    met: dict = {"run_id": run["run_id"], "status": "ok"}
+    met.update(M.plan_metrics(C, admitted, L))
+    met["boundary_gap"] = M.boundary_gap(C, L)
+    met["noise_scale"] = plan.noise_scale
+    if full_noisy is not None:
+        met.update(M.full_errors(C, full_noisy))
+    else:
+        met.update({"full_err_linf": None, "full_err_l1": None, "full_err_l2": None})
+    met.update(M.selected_errors(C, admitted, noisy))
+    final_verdict = verify(result.text, plan, dictionary)
+    used = sum(1 for a in result.attempts if a.get("attempt") != "fallback")
+    met.update(M.verifier_metrics(result.text, [v.to_dict() for v in final_verdict.violations],
+                                  [a.label for a in plan.atoms], accepted=result.accepted,
+                                  attempts_used=used, fallback_used=result.fallback_used))
+    met.update(M.text_metrics(result.text, ref.text))
+    if truth is not None:
+        met.update(M.plan_metrics(truth, admitted, L, prefix="truth_"))
+        met["np_truth_overlap_at_L"] = M.plan_metrics(truth, s_star, L)["overlap_at_L"]
+        met["truth_records_in_dictionary"] = float(np.sum(truth))
+    if probe_info is not None:
+        p = pos[probe_info["atom_id"]]
+        met["probe_support"] = int(run["probe"]["support"])
+        met["probe_admitted"] = 1.0 if p in admitted else 0.0
+        met["probe_mentioned"] = 1.0 if M.mentions_label(result.text, probe_info["label"]) else 0.0
+        met["probe_np_rank"] = M.nonprivate_rank(C, p)
+        met["probe_np_mass"] = float(C[p])
+        met["probe_records_assigned"] = probe_info["assigned_to_probe"]
+    met["n_records_effective"] = int(sk.n_records)
+    met["n_users_effective"] = int(sk.n_users) if run["unit"] == "user" else int(n_usr)
+
+    cfg = dict(run)
+    cfg.update({
+        "data_dir": str(Path(run["input"]).parent.parent),
+        "n_records_effective": int(sk.n_records),
+        "n_users_effective": int(sk.n_users) if run["unit"] == "user" else int(n_usr),
+        "sampled_units": rep.sampled_units,
+        "target_records_with_user_id": int(n_rec) if n_usr else 0,
+        "m_effective": m,
+        "dictionary": prep.dictionary_id,
+        "prep_store": str(prep.path),
+        "ledger_dataset": ledger_dataset,
+        "release_id": plan.release_id,
+        "privacy_cost": {"epsilon": eps_cost, "delta": delta_cost},
+        "noise_scale": plan.noise_scale,
+        "noise_source": plan.noise_source,
+        "probe_records": probe_info["inserted"] if probe_info else None,
+    })
+    return cfg, met
+
+
+def release_capturing(prep: Prep, config, sketch, atoms, dataset: str, out_path: Path):
+    """`pipeline.release_and_charge`, keeping the full noisy vector of a full-sketch release
+    for the value-error metrics (SPEC §6). The vector never reaches the plan: it is read
+    off the OpenDP measurement's output inside the curator. Returns (plan, vector | None).
+
+    The mechanism is taken from the prep's cache (the same public calibration), and its
+    first measurement is observed for the duration of this one release only.
+    """
+    from dpspin_sql import pipeline
+
+    captured: dict = {}
+    mech = prep.mechanism(config)
+    full_sketch = config.mechanism in ("laplace", "gaussian")
+    original_make = pipeline.make_mechanism
+
+    def make(cfg, m, *args, **kwargs):
+        if cfg == config and m == len(atoms) and not args and not kwargs:
+            return mech
+        return original_make(cfg, m, *args, **kwargs)
+
+    part = mech.parts[0]
+
+    def observe(x):
+        value = part.measurement(x)
+        captured["noisy"] = np.asarray(value, dtype=np.float64) / mech.scale
+        return value
+
+    def apply(mass):  # observe the first measurement only while the noise is drawn
+        mech.parts[0] = dataclasses.replace(part, measurement=observe)
+        try:
+            return type(mech).apply(mech, mass)
+        finally:
+            mech.parts[0] = part
+
+    pipeline.make_mechanism = make
+    if full_sketch:
+        mech.apply = apply
+    try:
+        plan = pipeline.release_and_charge(prep.con, config, sketch=sketch, out_path=out_path, atoms=atoms,
+                                           dataset=dataset)
+    finally:
+        pipeline.make_mechanism = original_make
+        mech.parts[0] = part
+        mech.__dict__.pop("apply", None)
+    noisy = captured.get("noisy")
+    if noisy is not None and len(noisy) != len(atoms):
+        noisy = None
+    return plan, noisy
+
+
+def _truth_vector(con, prep: Prep) -> np.ndarray:
+    """True label counts of the target split per atom (CFPB: Product / Issue / Sub-issue)."""
+    fields = prep.manifest["truth_fields"]
+    rows = con.execute(
+        "SELECT list_transform($fields, lambda f: NULLIF(TRIM(json_extract_string(metadata, f)), '')) AS key, "
+        "count(*) FROM records WHERE split = 'target' GROUP BY key", {"fields": fields}).fetchall()
+    counts = {tuple(k): c for k, c in rows}
+    return np.array([float(counts.get(tuple(k), 0)) if k is not None else 0.0 for k in prep.truth_keys])
+
+
+def _cleanup_probe(prep: Prep, run: dict) -> None:
+    if run.get("probe"):
+        with contextlib.suppress(Exception):
+            from dpspin_sql.experiment import probe
+
+            probe.remove_probe_records(prep.con)
+
+
+def _error_record(exc: BaseException) -> dict:
+    return {"status": "failed", "type": type(exc).__name__, "message": str(exc).strip().splitlines()[0]
+            if str(exc).strip() else type(exc).__name__, "traceback": traceback.format_exc()}
+
+
+def _write_failure(runs_dir: Path, run: dict, err: dict, stage: str) -> None:
+    final = runs_dir / run["run_id"]
+    if final.exists():
+        shutil.rmtree(final)
+    final.mkdir(parents=True)
+    _dump_yaml(final / "config.yaml", dict(run))
+    (final / "error.json").write_text(json.dumps({"run_id": run["run_id"], "stage": stage, **err}, indent=1)
+                                      + "\n", encoding="utf-8")
+
+
+def _dump_yaml(path: Path, data: dict) -> None:
+    path.write_text(yaml.safe_dump(json.loads(json.dumps(data, default=_json_default)), sort_keys=False,
+                                   allow_unicode=True), encoding="utf-8")
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def load_runs(out: str | Path) -> list[dict]:
+    """Every finished or failed run under out/runs: {'config', 'metrics' | None, 'error' | None}."""
+    runs = []
+    for d in sorted((Path(out) / "runs").iterdir()) if (Path(out) / "runs").is_dir() else []:
+        if not d.is_dir() or d.name.startswith("."):
+            continue
+        cfg_path = d / "config.yaml"
+        if not cfg_path.exists():
+            continue
+        cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+        state = run_state(d)
+        entry = {"dir": d, "config": cfg, "metrics": None, "error": None}
+        if state == "done":
+            entry["metrics"] = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
+        elif (d / "error.json").exists():
+            entry["error"] = json.loads((d / "error.json").read_text(encoding="utf-8"))
+        runs.append(entry)
+    return runs
+
+
+Tick = Callable[[bool], None]
