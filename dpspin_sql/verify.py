@@ -262,7 +262,8 @@ _DETAIL_PATTERNS = [
     ("identifier", "an account-like number", re.compile(r"(?<![\d,.])\d{6,}(?![\d,]|\.\d)|(?<!\w)#\d{3,}\b")),
     ("record_detail", "a calendar date",
      re.compile(rf"\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b{_MONTHS}\s+\d{{4}}\b"
-                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")),
+                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b"
+                r"|(?i:\b(?:in|since|during|from|until|before|after|year|circa|early|late|mid)[\s-]+)(?:19|20)\d{2}\b(?![.,]\d|\s*%)")),
     ("record_detail", "a money amount",
      re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd|euros?|pounds)\b", re.I)),
     ("record_detail", "an anecdote about one person",
