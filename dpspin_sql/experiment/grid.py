@@ -158,7 +158,8 @@ def expand(raw: dict, path: Path | None = None) -> Grid:
         from dpspin_sql.experiment.probe import expand_probe
 
         probe_cfg = raw["probe"]
-        base = dataset_settings(str(probe_cfg.get("dataset", "cfpb")), defaults, {}, ddir)
+        probe_ds = str(probe_cfg.get("dataset", "cfpb"))
+        base = dataset_settings(probe_ds, defaults, datasets.get(probe_ds) or {}, ddir)
         probe = probe_cfg
         runs.extend(expand_probe(probe_cfg, base, name))
     ids = [r["run_id"] for r in runs]

@@ -50,7 +50,8 @@ def plot_utility(rows: list[dict], path: Path, title: str) -> Path:
         if metric != "loss_L":
             ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="lower right")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -74,7 +75,8 @@ def plot_probe(rows: list[dict], path: Path, title: str) -> Path:
         ax.set_ylim(-0.02, 1.05)
         ax.set_title(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper left")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -113,7 +113,12 @@ def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> 
         return info
     texts = [spec["texts"][i % len(spec["texts"])] for i in range(s)]
     ids = [f"{PROBE_PREFIX}{i:06d}" for i in range(s)]
-    rows = load_scorer(con).score_top_k(texts, int(K))
+    reader = con.cursor()   # load_scorer leaves its result open; keep it off this connection
+    try:
+        scorer = load_scorer(reader)
+    finally:
+        reader.close()
+    rows = scorer.score_top_k(texts, int(K))
     info["assigned_to_probe"] = float(sum(w for r in rows for a, w in r if a == probe_atom.atom_id))
     con.register("probe_records", pa.table({"record_id": ids, "user_id": [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)],
                                             "text": texts}))
