@@ -19,7 +19,7 @@ import opendp.prelude as dp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sensitivity import ADJACENCIES, fixed_point_d_in, sensitivity
-from dpspin_sql.sketch import SCALE, UNITS, fixed_bound
+from dpspin_sql.sketch import MAX_B, SCALE, UNITS, fixed_bound
 
 dp.enable_features("contrib")
 
@@ -69,6 +69,8 @@ class ReleaseConfig:
             raise BadInput(f"--delta must lie in (0, 1) for {self.mechanism}, not {self.delta!r}")
         if not _finite(self.B) or self.B <= 0:
             raise BadInput(f"-B must be a positive number, not {self.B!r}")
+        if self.B > MAX_B:
+            raise BadInput(f"-B {self.B:g} is too large for the fixed-point sketch (at most {MAX_B:g})")
         if self.unit == "user" and fixed_bound(self.B) < 1:
             raise BadInput(f"-B {self.B} is below the fixed-point resolution")
         if int(self.K) != self.K or self.K < 1:

@@ -18,6 +18,7 @@ from dpspin_sql.store import first_row
 SCALE_BITS = 24
 SCALE = 1 << SCALE_BITS
 UNITS = ("record", "user")
+MAX_B = float(2 ** (61 - SCALE_BITS))  # so that 2·floor(B·2^S) (Δ1 under replace) fits OpenDP's i64 metrics
 
 
 def fixed_bound(B: float, scale: int = SCALE) -> int:
@@ -66,6 +67,8 @@ def validate_bounds(unit: str, K: int, B: float) -> None:
         raise BadInput(f"-K must be a positive integer, not {K!r}")
     if not np.isfinite(B) or B <= 0:
         raise BadInput(f"-B must be a positive number, not {B!r}")
+    if B > MAX_B:
+        raise BadInput(f"-B {B:g} is too large for the fixed-point sketch (at most {MAX_B:g})")
     if unit == "user" and fixed_bound(B) < 1:
         raise BadInput(f"-B {B} is below the fixed-point resolution 2^-{SCALE_BITS}")
 
