@@ -293,7 +293,7 @@ def test_user_level_needs_user_ids(tmp_path):
 
 
 @pytest.mark.parametrize("K,B", [(0, 1.0), (-1, 1.0), (3, 0.0), (3, -1.0), (3, float("nan")),
-                                 (3, float("inf")), (3, 2.0 ** -26)])
+                                 (3, float("inf")), (3, 2.0 ** -26), (3, 1e308), (3, 1e12)])
 def test_bad_bounds_refused(con, K, B):
     load(con, [("r0", "u0", "target")], [("r0", 0, 1.0)])
     with pytest.raises(BadInput):
