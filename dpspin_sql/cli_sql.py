@@ -28,6 +28,9 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                               help="duckdb|spark|bigquery|snowflake|trino|postgres (with --emit-sketch)."),
         emit: bool = typer.Option(False, "--emit-sketch", help="Print the enforced sketch query; run nothing."),
         engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark: where the sketch is computed."),
+        spark_assign: str = typer.Option("auto", "--spark-assign",
+                                         help="auto | scorer | table: assign on Spark with the saved scorer, "
+                                              "or read the stored assignments (auto: scorer if one is saved)."),
         dataset: Optional[str] = typer.Option(None, "--dataset", help="Budget to charge (default: the store's)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the plan path.")) -> None:
     """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge."""
@@ -48,7 +51,7 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     con = store.connect(db)
     try:
         kwargs = {"dataset": dataset} if dataset else {}
-        plan = sql_run.run_sql(con, text, out_path, engine=engine, **kwargs)
+        plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, **kwargs)
         if quiet:
             typer.echo(str(out_path))
             return

@@ -71,11 +71,14 @@ def duckdb_sketch(con: duckdb.DuckDBPyConnection, audited: Audited) -> Sketch:
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | None = None, *,
-            engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, spark=None):
+            engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, spark=None,
+            spark_assign: str = "auto"):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
     Raises BadInput (unparseable, bad store), AuditRefusal (unsafe statement) or
     BudgetExceeded; in every one of those cases no plan is written and nothing is charged.
+    `engine="spark"` computes the sketch on Spark (`spark` session, or a local one);
+    `spark_assign` is auto | scorer | table (see dpspin_sql.spark).
     """
     from dpspin_sql.atoms import current_atoms
     from dpspin_sql.pipeline import release_and_charge
@@ -93,7 +96,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     if engine == "spark":
         from dpspin_sql.spark import spark_sketch
 
-        sketch = spark_sketch(con, audited, spark=spark)
+        sketch = spark_sketch(con, audited, spark=spark, assign=spark_assign)
     else:
         sketch = duckdb_sketch(con, audited)
     return release_and_charge(con, config, sketch, out_path=out_path, atoms=atoms, dataset=dataset)

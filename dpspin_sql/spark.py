@@ -1,0 +1,137 @@
+"""The sketch on Spark (`dpspin sql --engine spark`), for data too big for one machine.
+
+1. The target records go to Spark (from the DuckDB store here; on a cluster they would
+   already be there) and, when the dictionary has a fitted scorer, the assignment map
+   runs on Spark: the saved scorer (`assign.load_scorer`) is broadcast as bytes and
+   applied per partition (`mapPartitions`), batch by batch. Without a scorer (assignments
+   loaded from the user's own classifier) the stored assignments table is used.
+2. The enforced sketch runs as Spark SQL transpiled from the same rewritten core query
+   (`sql/transpile.py`: macros inlined, HUGEINT → DECIMAL(38, 0), `//` → DIV), so the
+   fixed-point result equals DuckDB's exactly.
+3. Only the sketch vector — one (atom_id, mass) row per atom — is collected to the driver;
+   the release and the ledger are the same as for DuckDB (`sql/run.py`).
+
+pyspark is the optional extra `spark` (pip install 'dpspin-sql[spark]').
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from dpspin_sql.errors import BadInput
+from dpspin_sql.sketch import Sketch, align
+from dpspin_sql.sql.audit import Audited
+from dpspin_sql.sql.transpile import sketch_sql
+
+ASSIGN_MODES = ("auto", "scorer", "table")
+BATCH = 2048
+
+
+def _pyspark():
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise BadInput("--engine spark needs pyspark: pip install 'dpspin-sql[spark]'") from None
+    return SparkSession
+
+
+def get_session(master: str = "local[2]", app_name: str = "dpspin-sql"):
+    """A SparkSession (the active one if any); local sessions use this Python for their workers."""
+    SparkSession = _pyspark()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return _quiet(SparkSession.builder.master(master).appName(app_name)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", os.environ.get("DPSPIN_SPARK_DRIVER_MEMORY", "2g"))
+            .getOrCreate())
+
+
+def _quiet(session):
+    session.sparkContext.setLogLevel(os.environ.get("DPSPIN_SPARK_LOG_LEVEL", "ERROR"))
+    return session
+
+
+def saved_scorer_bytes(con: duckdb.DuckDBPyConnection) -> bytes | None:
+    row = con.table("dictionary").select("scorer").fetchall()
+    return bytes(row[0][0]) if row and row[0][0] is not None else None
+
+
+def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None,
+                 assign: str = "auto") -> Sketch:
+    """The enforced sketch of an audited statement, computed on Spark from the store's target split."""
+    from dpspin_sql.sql.run import target_facts
+
+    if assign not in ASSIGN_MODES:
+        raise BadInput(f"assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
+    atom_ids, n_records, n_units = target_facts(con, audited.unit)
+    scorer = saved_scorer_bytes(con) if assign != "table" else None
+    if assign == "scorer" and scorer is None:
+        raise BadInput("the dictionary has no fitted scorer: run dpspin assign first, or use the assignments table")
+    spark = spark or get_session()
+    with tempfile.TemporaryDirectory(prefix="dpspin-spark-") as tmp:
+        records = _export(con.table("records").filter("split = 'target'").select(
+            "record_id, user_id, text, split, CAST(metadata AS VARCHAR) AS metadata"), Path(tmp) / "records")
+        atoms = _export(con.table("atoms").select("atom_id"), Path(tmp) / "atoms")
+        records_df = spark.read.parquet(records)
+        if scorer is not None:
+            assignments_df = assign_on_spark(spark, records_df, scorer, audited.K)
+        else:
+            assignments_df = spark.read.parquet(_export(
+                con.table("assignments").select("record_id, atom_id, weight"), Path(tmp) / "assignments"))
+        rows = sketch_from_frames(spark, audited, records_df, assignments_df, spark.read.parquet(atoms))
+    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=audited.unit, K=audited.K, B=audited.B,
+                  n_records=n_records, n_users=n_units)
+
+
+def sketch_from_frames(spark, audited: Audited, records_df, assignments_df, atoms_df) -> list[tuple[int, int]]:
+    """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
+    records_df.createOrReplaceTempView("records")
+    assignments_df.createOrReplaceTempView("assignments")
+    atoms_df.createOrReplaceTempView("atoms")
+    query = sketch_sql(audited, "spark", pretty=False)
+    try:
+        return [(int(r[0]), int(r[1])) for r in spark.sql(query).collect()]
+    finally:
+        for view in ("records", "assignments", "atoms"):
+            spark.catalog.dropTempView(view)
+
+
+def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
+    """The assignment map per partition: (record_id, atom_id, weight) rows from the saved scorer."""
+    schema = "record_id string, atom_id int, weight double"
+    shared = spark.sparkContext.broadcast(scorer_bytes)
+    K = int(K)
+
+    def per_partition(rows):
+        from itertools import islice
+
+        from dpspin_sql import scorers
+
+        scorer = scorers.from_bytes(shared.value)
+        rows = iter(rows)
+        while batch := list(islice(rows, BATCH)):
+            texts = [r[1] or "" for r in batch]
+            for row, kept in zip(batch, scorer.score_top_k(texts, K)):
+                for atom_id, weight in kept:
+                    yield row[0], int(atom_id), float(weight)
+
+    pairs = records_df.select("record_id", "text").rdd.mapPartitions(per_partition)
+    return spark.createDataFrame(pairs, schema)
+
+
+def _export(rel: duckdb.DuckDBPyRelation, path: Path) -> str:
+    path.mkdir(parents=True, exist_ok=True)
+    target = str(path / "part-0.parquet")
+    rel.write_parquet(target)
+    return str(path)
