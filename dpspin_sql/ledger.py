@@ -82,7 +82,7 @@ def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> Bu
 def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset: str = DEFAULT_DATASET) -> None:
     """Refuse now, before any work, if a release of this cost cannot fit."""
     st = status(con, dataset)
-    _refuse_if_over(st.epsilon_total, st.delta_total, st.epsilon_spent, st.delta_spent, epsilon, delta, dataset)
+    _refuse_if_over(st.epsilon_total, st.delta_total, *_costs(con, dataset), epsilon, delta, dataset)
 
 
 def charge(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, *, mechanism: str, params: dict,
@@ -95,8 +95,7 @@ def charge(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, *, mech
         row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
         if row is None:
             raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
-        spent_eps, spent_delta = _spent(con, dataset)
-        _refuse_if_over(row[0], row[1], spent_eps, spent_delta, epsilon, delta, dataset)
+        _refuse_if_over(row[0], row[1], *_costs(con, dataset), epsilon, delta, dataset)
         con.execute(queries.load("ledger_insert"), {
             "release_id": release_id, "dataset": dataset,
             "created_at": datetime.now(timezone.utc).replace(tzinfo=None), "mechanism": mechanism,
@@ -128,13 +127,21 @@ def recompute_cost(records: list[dict]) -> tuple[float, float]:
     return math.fsum(eps), math.fsum(delta)
 
 
-def _spent(con, dataset: str) -> tuple[float, float]:
+def _costs(con, dataset: str) -> tuple[list[float], list[float]]:
     rows = con.execute(queries.load("ledger_costs"), {"dataset": dataset}).fetchall()
-    return math.fsum(r[0] for r in rows), math.fsum(r[1] for r in rows)
+    return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def _refuse_if_over(eps_total, delta_total, eps_spent, delta_spent, eps, delta, dataset) -> None:
-    new_eps, new_delta = math.fsum([eps_spent, eps]), math.fsum([delta_spent, delta])
+def _spent(con, dataset: str) -> tuple[float, float]:
+    eps_costs, delta_costs = _costs(con, dataset)
+    return math.fsum(eps_costs), math.fsum(delta_costs)
+
+
+def _refuse_if_over(eps_total, delta_total, eps_costs, delta_costs, eps, delta, dataset) -> None:
+    # one correctly rounded sum over every charge and the new one: fsum(fsum(spent), new)
+    # rounds twice and can let a release through whose total exceeds the budget
+    new_eps, new_delta = math.fsum([*eps_costs, eps]), math.fsum([*delta_costs, delta])
+    eps_spent, delta_spent = math.fsum(eps_costs), math.fsum(delta_costs)
     if new_eps > eps_total or new_delta > delta_total:
         raise BudgetExceeded(
             f"refused: this release costs (ε={eps:.6g}, δ={delta:.3g}) but dataset {dataset!r} has only "
