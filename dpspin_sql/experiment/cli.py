@@ -43,6 +43,8 @@ def register(app: typer.Typer) -> None:
         eps = _epsilons(epsilons)
         tables = report.write_report(out_dir, eps)
         typer.echo(report.to_markdown(tables["rows"], eps))
+        if tables["probe_rows"]:
+            typer.echo(report.probe_markdown(tables["probe_rows"]))
         console.print(f"{res.ok} run(s) done now, {res.done_before} already done, {res.failed} failed; "
                       f"{res.seconds:.1f}s. Tables: {out_dir / 'report'}; plots: {out_dir / 'plots'}",
                       markup=False, highlight=False)
