@@ -56,6 +56,7 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centr
 
 def _fit_classifier(X, labels: np.ndarray, ids, vocab, idf, C: float) -> scorers.SupervisedScorer:
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     classes = np.unique(labels)
     if not (classes >= 0).any():
@@ -63,7 +64,8 @@ def _fit_classifier(X, labels: np.ndarray, ids, vocab, idf, C: float) -> scorers
     if len(classes) == 1:   # one class: probability 1 for it
         coef, intercept = np.zeros((1, X.shape[1])), np.zeros(1)
     else:
-        clf = LogisticRegression(C=C, max_iter=2000).fit(X, labels)
+        with threadpool_limits(1):   # lbfgs on sparse input gains nothing from BLAS threads; they thrash (6x slower)
+            clf = LogisticRegression(C=C, max_iter=2000).fit(X, labels)
         coef, intercept = clf.coef_, clf.intercept_
         if len(classes) == 2:   # sklearn's binary form: p(class 1) = sigmoid(w·x + b)
             coef, intercept = np.vstack([np.zeros_like(coef[0]), coef[0]]), np.array([0.0, intercept[0]])

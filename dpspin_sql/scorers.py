@@ -76,7 +76,10 @@ class Scorer:
 
     def score_top_k(self, texts: list[str], K: int) -> list[list[tuple[int, float]]]:
         """The assignment map on a batch of texts (what a Spark partition calls)."""
-        return top_k_normalise(self.scores(list(texts)), self.atom_ids, K, renormalise=self.renormalise)
+        texts = ["" if t is None else str(t) for t in texts]
+        if not texts:
+            return []
+        return top_k_normalise(self.scores(texts), self.atom_ids, K, renormalise=self.renormalise)
 
     # -- portable state -------------------------------------------------------------
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:

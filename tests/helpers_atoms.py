@@ -1,0 +1,66 @@
+"""Shared helpers for the split / atoms-build / assign / presets tests: tiny stores
+written straight into DuckDB (no files), and the path of the real corpora."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from dpspin_sql import store
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def shared(*parts: str) -> Path:
+    """A path under ../shared/data, or a skip that says why."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real corpus not available: {path} is absent (../shared/data sits beside the checkout)")
+    return path
+
+
+def make_store(tmp_path: Path, rows: list[dict], name: str = "s.duckdb"):
+    """A store holding `rows` (record_id, user_id, text, split, metadata dict)."""
+    con = store.connect(tmp_path / name, create=True)
+    add_records(con, rows)
+    return con
+
+
+def add_records(con, rows: list[dict]) -> None:
+    table = pa.table({
+        "record_id": [str(r["record_id"]) for r in rows],
+        "user_id": [r.get("user_id") for r in rows],
+        "text": [r.get("text", "") for r in rows],
+        "split": [r.get("split", "target") for r in rows],
+        "metadata": [json.dumps(r.get("metadata") or {}) for r in rows],
+    })
+    con.register("tmp_rows", table)
+    try:
+        con.execute("INSERT INTO records SELECT record_id, user_id, text, split, CAST(metadata AS JSON) FROM tmp_rows")
+    finally:
+        con.unregister("tmp_rows")
+
+
+def splits(con) -> dict[str, str]:
+    return dict(con.execute("SELECT record_id, split FROM records").fetchall())
+
+
+def cfpb_like(n_per: int = 12, split: str = "aux", start: int = 0, canary: str | None = None) -> list[dict]:
+    """Records with CFPB-style metadata and text that mentions the combination."""
+    combos = [("Debt collection", "Attempts to collect debt not owed", "Debt is not yours",
+               "collector called about a debt that is not mine"),
+              ("Credit reporting", "Incorrect information on your report", "Information belongs to someone else",
+               "my credit report lists an account that belongs to someone else"),
+              ("Mortgage", "Trouble during payment process", None,
+               "the mortgage servicer lost my payment and charged escrow fees"),
+              ("Credit card", "Fees or interest", None, "the card charged a late fee and interest")]
+    rows, i = [], start
+    for k in range(n_per):
+        for j, (p, iss, sub, text) in enumerate(combos[: 4 - (k % 2)]):
+            body = f"{text} case {k}" + (f" {canary}" if canary else "")
+            rows.append({"record_id": f"r{i:05d}", "text": body, "split": split,
+                         "metadata": {"product": p, "issue": iss, "sub_issue": sub}})
+            i += 1
+    return rows
