@@ -204,4 +204,4 @@ def test_budget_json_lists_each_charge(tmp_path, capsys):
     assert rc == 0, err
     for *_, rid, _ in done:
         assert rid[:6] in out           # rich shortens columns to the 80-column width under capture
-    assert out.count("laplace") == 1 and out.count("gaussian") == 1 and out.count("private_to") == 1
+    assert out.count("laplace") == 1 and out.count("gaussian") == 1 and out.count("private") == 1
