@@ -21,8 +21,11 @@ from dpspin_sql.sketch import Sketch, compute_sketch
 
 def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sketch: Sketch | None = None,
                        out_path: str | Path | None = None, atoms: list[Atom] | None = None,
-                       dataset: str = ledger.DEFAULT_DATASET) -> Plan:
-    """Release a plan from the store (or from a sketch computed elsewhere, e.g. Spark)."""
+                       dataset: str = ledger.DEFAULT_DATASET, extra_params: dict | None = None) -> Plan:
+    """Release a plan from the store (or from a sketch computed elsewhere, e.g. Spark).
+
+    `extra_params` are recorded in the ledger entry (e.g. the SQL statement that asked).
+    """
     atoms = atoms if atoms is not None else current_atoms(con)
     if not atoms:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
@@ -35,7 +38,7 @@ def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sk
     _check_sketch(sketch, config, atoms)
     dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
     params = config_dict(config) | {"m": len(atoms), "dictionary": dictionary_id,
-                                    "n_records": sketch.n_records, "n_units": sketch.n_users}
+                                    "n_records": sketch.n_records, "n_units": sketch.n_users} | (extra_params or {})
     release_id = ledger.charge(con, eps, delta, mechanism=config.mechanism, params=params,
                                measurements=mechanism.audit_records(),
                                plan_path=str(out) if out else None, dataset=dataset)

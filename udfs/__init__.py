@@ -2,7 +2,8 @@
 
 They are SQL macros (`udfs/*.sql`): native SQL runs inside DuckDB's vectorised engine,
 where a Python scalar UDF is ~35x slower on the same work (../shared/NOTES.md). The
-sketch queries themselves use none of them, so they transpile to other engines as-is.
+sketch queries use `dpspin_fix` and `dpspin_clip`; `dpspin_sql.sql.transpile` inlines
+them for engines that have no such macros.
 """
 from importlib.resources import files
 
