@@ -99,7 +99,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
         sketch = spark_sketch(con, audited, spark=spark, assign=spark_assign)
     else:
         sketch = duckdb_sketch(con, audited)
-    return release_and_charge(con, config, sketch, out_path=out_path, atoms=atoms, dataset=dataset)
+    return release_and_charge(con, config, sketch, out_path=out_path, atoms=atoms, dataset=dataset,
+                              extra_params={"sql": " ".join(sql.split()), "engine": engine})
 
 
 def emit_sketch(sql: str, dialect: str = "duckdb") -> str:
