@@ -91,7 +91,7 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
         rep = split.split(con, unit="user", aux_fraction=0.3, seed=seed)
         atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file",
                       manifest={"source": "dpspin demo taxonomy"})
-        report = assign.assign(con, scorer="keyword", K=3)
+        report = assign.assign(con, scorer="similarity", K=3)
         console.print(f"synthetic corpus: {corpus.num_rows} tickets from {len(set(corpus['user_id'].to_pylist()))} "
                       f"users; {rep.aux_records} auxiliary / {rep.target_records} target records; "
                       f"{report.scorer} scorer assigned {report.n_assigned} records "
