@@ -76,7 +76,7 @@ def plot_probe(rows: list[dict], path: Path, title: str) -> Path:
         ax.set_title(label)
         ax.grid(alpha=0.3)
     if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=7, loc="upper left")
+        axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
