@@ -96,8 +96,8 @@ class LLMConfig:
     model: str | None = None
     api_key: str | None = None
     mode: str = "text"  # "text" | "claims"
-    temperature: float = 0.7
-    max_tokens: int = 400
+    temperature: float = 0.3
+    max_tokens: int = 300
     timeout: float = 120.0
     max_retries: int = 2
     seed: int | None = None
@@ -112,15 +112,18 @@ class LLMConfig:
             timeout=self.timeout, max_retries=self.max_retries, seed=self.seed)
 
 
-SYSTEM_PROMPT = """You write short aggregate summaries of a differentially private semantic plan.
-Rules (a public verifier checks them):
-- Mention only the themes listed in the plan, using their labels.
-- Use only the numbers given in the plan (you may round them), ranks, or the plan size.
-- Support words (high, moderate, low) must match each theme's bin.
-- Say one theme is more or less common than another only when the plan lists that comparison as supported.
-- Rank words (most common, second, least common) must match the listed ranks.
-- Never invent quotes, names, people, companies, places, dates, e-mail addresses, phone numbers or examples.
-Write 2 to 5 plain sentences."""
+SYSTEM_PROMPT = """You summarize a list of themes for a report. A strict checker reads your answer.
+Rules:
+- Mention only the themes in the list, by their labels.
+- Copy numbers exactly from the list or leave them out. Never add other numbers.
+- Use the support word (high, moderate, low) given for each theme.
+- Say "more common than" only for pairs listed under supported comparisons.
+- "Most common" is the rank 1 theme only.
+- No quotes, names, places, dates, examples or contact details.
+Answer with 2 or 3 short sentences and nothing else."""
+
+EXAMPLE = ("Example answer for another list: Late delivery is the most common theme, with high support. "
+           "Late delivery is more common than damaged box. Damaged box has low support.")
 
 CLAIMS_INSTRUCTIONS = """Answer with one JSON object: {"claims": [{"atom": <theme label>, "rank": <int or null>,
 "bin": <"high"|"moderate"|"low" or null>, "comparison": {"op": "more"|"less"|"similar", "other": <theme label>} or null,
@@ -154,7 +157,8 @@ def plan_prompt(plan: Any) -> str:
 
 
 def build_messages(plan: Any, mode: str, history: list[str]) -> list[dict]:
-    user = plan_prompt(plan) + "\n\n" + ("Write the summary." if mode == "text" else CLAIMS_INSTRUCTIONS)
+    user = plan_prompt(plan) + "\n\n" + (EXAMPLE + "\n\nNow write the summary of this list." if mode == "text"
+                                         else CLAIMS_INSTRUCTIONS)
     msgs = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
     if history:
         msgs.append({"role": "user", "content": history[-1]})
@@ -252,12 +256,12 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
                 claims = _parse_claims(raw)
                 rec["claims"] = claims
                 if claims is None:
-                    text, verdict = raw, verify(raw, view, dictionary)
+                    text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
                     verdict = Verdict(False, [*_malformed(raw), *verdict.violations])
                 else:
-                    text, verdict = verify_claims(claims, view, dictionary)
+                    text, verdict = verify_claims(claims, view, dictionary, require_theme=True)
             else:
-                text, verdict = raw, verify(raw, view, dictionary)
+                text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
         except Exception as e:  # transport errors count as a rejected attempt
             from .verify import Violation
             text, verdict = "", Verdict(False, [Violation("decoder_error", "", f"{type(e).__name__}: {e}"[:300])])

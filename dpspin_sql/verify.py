@@ -303,7 +303,7 @@ def _record_details(text: str, lex: _Lexicon, mentions: list[_Mention], out: lis
     for a in lex.atoms.values():
         allowed.update(_content(a.get("description") or ""))
     taken = spans + [(v.start, v.end) for v in out if v.code == "unadmitted_atom"]
-    for m in re.finditer(r"\b[A-Z][A-Za-z'-]*[a-zA-Z](?:\s+[A-Z][A-Za-z'-]*[a-zA-Z])*", text):
+    for m in re.finditer(r"\b[A-Z][A-Za-z'-]*[a-zA-Z](?:[ \t]+[A-Z][A-Za-z'-]*[a-zA-Z])*", text):
         words = [(w.start() + m.start(), w.end() + m.start(), w.group()) for w in re.finditer(r"\S+", m.group())]
         words = [w for w in words if not inside(w[0], w[1]) and not any(a <= w[0] < b for a, b in taken)]
         flagged = [(s, e, w) for s, e, w in words if not (s == m.start() and _sentence_start(text, s))
@@ -565,8 +565,8 @@ def _ord_value(s: str) -> int:
 
 # ---------------------------------------------------------------- the checker
 class _Checker:
-    def __init__(self, text: str, plan: dict, dictionary):
-        self.text, self.plan = text, plan
+    def __init__(self, text: str, plan: dict, dictionary, require_theme: bool = False):
+        self.text, self.plan, self.require_theme = text, plan, require_theme
         self.lex = _Lexicon(plan, dictionary)
         self.out: list[Violation] = []
         self.margin = margin_of(plan)
@@ -597,6 +597,8 @@ class _Checker:
         self.ranks()
         self.bins()
         self.numbers()
+        if self.require_theme and plan_has_atoms(self.plan) and not self.mentions:
+            self.out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
         seen, vs = set(), []
         for v in sorted(self.out, key=lambda v: (v.start, v.code)):
             if (v.code, v.start, v.end) not in seen:
@@ -928,16 +930,23 @@ class _Checker:
         return vals
 
 
-def verify(summary: str, plan: Any, dictionary: Iterable | None = None) -> Verdict:
+def plan_has_atoms(plan: dict) -> bool:
+    return bool(plan.get("atoms"))
+
+
+def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_theme: bool = False) -> Verdict:
     """Check `summary` against the released `plan`; deterministic and public.
 
     `dictionary` (labels or {atom_id, label} dicts) overrides the plan's
     `dictionary_labels` so that non-admitted labels can be recognised.
+    `require_theme` also rejects a summary that mentions no admitted theme
+    (the decoding loop uses it so that an empty-of-content answer never wins).
     """
-    return _Checker(summary or "", plan_dict(plan), dictionary).run()
+    return _Checker(summary or "", plan_dict(plan), dictionary, require_theme).run()
 
 
-def verify_claims(claims: list, plan: Any, dictionary: Iterable | None = None) -> tuple[str, Verdict]:
+def verify_claims(claims: list, plan: Any, dictionary: Iterable | None = None,
+                  require_theme: bool = False) -> tuple[str, Verdict]:
     """Structured claims: exact field checks plus the text check of their joined text."""
     p = plan_dict(plan)
     by_label = {_content(a["label"]): a for a in p["atoms"]}
@@ -973,7 +982,7 @@ def verify_claims(claims: list, plan: Any, dictionary: Iterable | None = None) -
                 if good is False:
                     out.append(Violation("unsupported_comparison", t or op, f'"{a["label"]}" {op} "{b["label"]}" is not supported under the margin {margin:g}'))
     text = " ".join(texts)
-    v = verify(text, p, dictionary)
+    v = verify(text, p, dictionary, require_theme)
     vs = out + v.violations
     if not texts:
         vs.append(Violation("empty", "", "no claim has any text"))

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -75,8 +76,11 @@ class ScriptedServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 that answers prepared
     candidates in order and records every request body it receives."""
 
-    def __init__(self, replies: list, reject_json_schema: bool = False):
-        self.replies = list(replies)
+    def __init__(self, replies: list | None = None, reject_json_schema: bool = False, upstream: str | None = None):
+        """`upstream`: forward every request there (a recording proxy) instead of scripted replies."""
+        self.replies = list(replies or [])
+        self.upstream = upstream
+        self.responses: list[str] = []
         self.requests: list[dict] = []
         self.reject_json_schema = reject_json_schema
         outer = self
@@ -88,6 +92,8 @@ class ScriptedServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 outer.requests.append({"path": self.path, "body": body})
+                if outer.upstream:
+                    return self._forward(body)
                 fmt = (body.get("response_format") or {}).get("type")
                 if outer.reject_json_schema and fmt == "json_schema":
                     return self._send(500, {"error": {"message": "json_schema not supported"}})
@@ -98,6 +104,21 @@ class ScriptedServer:
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": reply}}],
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+            def _forward(self, body):
+                req = urllib.request.Request(outer.upstream.rstrip("/") + self.path.removeprefix("/v1"),
+                                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(req, timeout=300) as r:
+                        code, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    code, data = e.code, e.read()
+                outer.responses.append(data.decode("utf-8", "replace"))
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(self, code, obj):
                 data = json.dumps(obj).encode()
@@ -120,7 +141,7 @@ class ScriptedServer:
         self.httpd.server_close()
 
     def all_text(self) -> str:
-        return json.dumps(self.requests)
+        return json.dumps(self.requests) + "\n".join(self.responses)
 
 
 # ---------------------------------------------------------------- local model
@@ -185,3 +206,34 @@ def local_llm():
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+# ---------------------------------------------------------------- a real pipeline plan with a canary
+def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
+    """Run store → split → atoms → assign → release (the demo corpus) with `canary`
+    appended to every target record; returns the released plan dict."""
+    from dpspin_sql import assign, atoms, ledger, split, store
+    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.pipeline import release_and_charge
+    from dpspin_sql.release import ReleaseConfig
+
+    db = tmp_path / "canary.duckdb"
+    con = store.connect(db, create=True)
+    ledger.set_budget(con, 10.0, 1e-5)
+    store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
+                       relation=con.from_arrow(synthetic_corpus(3, n_users=200)))
+    split.split(con, unit="user", aux_fraction=0.3, seed=3)
+    con.execute("UPDATE records SET text = text || ' ' || ? WHERE split = 'target'", [canary]).fetchall()
+    assert con.execute("SELECT count(*) FROM records WHERE split = 'target' AND text LIKE ?", [f"%{canary}%"]).fetchall()[0][0] > 0
+    atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file",
+                  manifest={"source": "canary test"})
+    assign.assign(con, scorer="keyword", K=3)
+    out = tmp_path / "private_plan.json"
+    release_and_charge(con, ReleaseConfig(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="user", B=1.0, K=3, L=8),
+                       out_path=out)
+    con.close()
+    plan = json.loads(out.read_text())
+    side = out.with_name(out.stem + ".dictionary.json")
+    if "dictionary_labels" not in plan and side.exists():
+        plan["dictionary_labels"] = [{"atom_id": a["atom_id"], "label": a["label"]} for a in json.loads(side.read_text())["atoms"]]
+    return plan

@@ -42,8 +42,8 @@ def test_loop_accepts_after_feedback():
         r = summarize(PLAN, decoder="llm", max_attempts=3, llm=cfg(srv))
     assert r.accepted and not r.fallback_used and r.text == GOOD
     assert [a["accepted"] for a in r.attempts] == [False, False, True]
-    assert r.attempts[0]["violations"][0]["code"] == "unadmitted_atom"
-    assert r.attempts[1]["violations"][0]["code"] == "wrong_rank"
+    assert {v["code"] for v in r.attempts[0]["violations"]} == {"unadmitted_atom", "no_theme"}
+    assert {v["code"] for v in r.attempts[1]["violations"]} == {"wrong_rank"}
     assert len(srv.requests) == 3
     # feedback from attempt k is what the server receives in request k+1
     for k in (0, 1):
@@ -67,6 +67,13 @@ def test_zero_attempts_is_straight_fallback():
     with ScriptedServer([GOOD]) as srv:
         r = summarize(PLAN, decoder="llm", max_attempts=0, llm=cfg(srv))
     assert srv.requests == [] and r.fallback_used and r.accepted
+
+
+def test_vacuous_answer_is_rejected_in_the_loop():
+    with ScriptedServer(["The plan is interesting.", GOOD]) as srv:
+        r = summarize(PLAN, decoder="llm", max_attempts=2, llm=cfg(srv))
+    assert r.accepted and r.attempts[0]["violations"][0]["code"] == "no_theme"
+    assert verify("The plan is interesting.", PLAN).accepted  # the plain verifier has nothing to object to
 
 
 def test_http_error_counts_as_rejected_attempt():
@@ -187,3 +194,23 @@ def test_cli_uses_dictionary_sidecar(cli, tmp_path):
     assert cli("verify", tmp_path / "p.json", tmp_path / "s.txt").exit_code == 0  # nothing to compare against
     (tmp_path / "p.dictionary.json").write_text(json.dumps({"dictionary": plan["dictionary"], "atoms": labels}))
     assert cli("verify", tmp_path / "p.json", tmp_path / "s.txt").exit_code == 1
+
+
+def test_canary_in_target_records_never_reaches_the_decoder(tmp_path):
+    """Plant a canary in every target record, release a plan with the real pipeline, run the loop."""
+    pytest.importorskip("opendp")
+    from fixtures_llm import pipeline_plan_with_canary
+
+    canary = "ZQXCANARY4471"
+    try:
+        plan = pipeline_plan_with_canary(tmp_path, canary)
+    except (ImportError, AttributeError) as e:  # the pipeline modules are built concurrently
+        pytest.skip(f"release pipeline not available: {e}")
+    assert canary not in json.dumps(plan)
+    label = plan["atoms"][0]["label"]
+    with ScriptedServer(["Mr. Smith said hi.", "Oily skin is common.", f"{label} is discussed."]) as srv:
+        r = summarize(plan, decoder="llm", max_attempts=3, llm=cfg(srv))
+    assert len(srv.requests) == 3 and r.accepted
+    assert canary not in json.dumps([req["body"] for req in srv.requests])  # prompts and feedback
+    assert [a for a in r.attempts if a.get("feedback")] and canary not in json.dumps(r.to_dict())
+    assert canary not in r.text
