@@ -68,7 +68,9 @@ def prep_summaries(out_dir: Path) -> list[dict]:
         man = m.get("atoms_manifest") or {}
         rows.append({"prep_key": m["prep_key"], "dataset": m["dataset"], "unit": m["unit"], "split": m["split"],
                      "m": m.get("m"), "m_requested": m.get("m_requested"), "builder": m.get("builder"),
-                     "threshold": man.get("threshold"), "candidates": man.get("candidates"),
+                     "threshold": man.get("threshold"),
+                     "candidates": man.get("candidates", (man.get("counts") or {}).get("candidates")),
+                     "above_threshold": (man.get("counts") or {}).get("above_threshold"),
                      "dictionary": m.get("dictionary"), "assign": m.get("assign"), "seconds": m.get("seconds")})
     return rows
 
@@ -94,7 +96,9 @@ def to_markdown(name: str, s: dict) -> str:
         lines.append(f"- prep `{p['prep_key']}` ({p['unit']} split): aux {sp['aux_records']:,} records / "
                      f"{sp['aux_users']:,} users, non-aux {sp['target_records'] + sp['excluded_records']:,} records; "
                      f"dictionary m={p['m']} (requested {p['m_requested']}, builder {p['builder']}, "
-                     f"threshold {p['threshold']}, {p['candidates']} candidates)")
+                     f"threshold {p['threshold']}, {p['candidates']} candidates"
+                     + (f", {p['above_threshold']} above the threshold" if p.get("above_threshold") is not None else "")
+                     + ")")
     return "\n".join(lines) + "\n"
 
 
