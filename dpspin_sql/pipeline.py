@@ -8,29 +8,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import duckdb
+import numpy as np
 
 from dpspin_sql import ledger
 from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, dictionary_hash
 from dpspin_sql.errors import BadInput
 from dpspin_sql.plan import Plan, dictionary_sidecar, make_plan, write_json_atomic
-from dpspin_sql.release import ReleaseConfig, config_dict, make_mechanism
+from dpspin_sql.release import Mechanism, ReleaseConfig, config_dict, make_mechanism
 from dpspin_sql.sketch import Sketch, compute_sketch
 
 
 def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sketch: Sketch | None = None,
                        out_path: str | Path | None = None, atoms: list[Atom] | None = None,
-                       dataset: str = ledger.DEFAULT_DATASET, extra_params: dict | None = None) -> Plan:
+                       dataset: str = ledger.DEFAULT_DATASET, extra_params: dict | None = None,
+                       mechanism: Mechanism | None = None,
+                       observe: Callable[[np.ndarray], None] | None = None) -> Plan:
     """Release a plan from the store (or from a sketch computed elsewhere, e.g. Spark).
 
     `extra_params` are recorded in the ledger entry (e.g. the SQL statement that asked).
+    `mechanism` reuses a calibration already built for this config (experiments build
+    one per grid cell); `observe` is passed to `Mechanism.apply`.
     """
     atoms = atoms if atoms is not None else current_atoms(con)
     if not atoms:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     out = _check_out_path(out_path)
-    mechanism = make_mechanism(config, len(atoms))
+    if mechanism is None:
+        mechanism = make_mechanism(config, len(atoms))
+    elif mechanism.config != config or mechanism.m != len(atoms):
+        raise BadInput("the mechanism was built for another configuration")
     eps, delta = mechanism.cost
     ledger.check(con, eps, delta, dataset)
     if sketch is None:
@@ -42,7 +51,7 @@ def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sk
     release_id = ledger.charge(con, eps, delta, mechanism=config.mechanism, params=params,
                                measurements=mechanism.audit_records(),
                                plan_path=str(out) if out else None, dataset=dataset)
-    plan = make_plan(mechanism.apply(sketch.mass), mechanism, atoms, dictionary_id, release_id)
+    plan = make_plan(mechanism.apply(sketch.mass, observe), mechanism, atoms, dictionary_id, release_id)
     if out is not None:
         plan.write(out)
         write_dictionary(atoms, dictionary_id, dictionary_sidecar(out))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import numpy as np
 import opendp.prelude as dp
@@ -141,8 +142,13 @@ class Mechanism:
     def audit_records(self) -> list[dict]:
         return [p.audit_record() for p in self.parts]
 
-    def apply(self, mass: np.ndarray) -> NoisyRelease:
-        """Draw the noise (OpenDP's CSPRNG) and admit L atoms. `mass` is the int64 sketch."""
+    def apply(self, mass: np.ndarray, observe: Callable[[np.ndarray], None] | None = None) -> NoisyRelease:
+        """Draw the noise (OpenDP's CSPRNG) and admit L atoms. `mass` is the int64 sketch.
+
+        `observe`, for experiments inside the curator, receives the full noisy vector of a
+        full-sketch mechanism (in mass units) before the non-admitted values are dropped;
+        it never reaches a plan.
+        """
         mass = np.asarray(mass)
         if mass.dtype != np.int64 or mass.shape != (self.m,):
             raise ValueError(f"sketch must be int64 of length {self.m}")
@@ -152,14 +158,13 @@ class Mechanism:
             select, values = (p.measurement for p in self.parts)
             admitted = [int(i) for i in select(x)]
             noisy_all = values(x)  # independent per coordinate; only admitted ones leave this frame
-            noisy = {i: noisy_all[i] / self.scale for i in admitted}
-            del noisy_all
         else:
             noisy_all = self.parts[0].measurement(x)
-            noisy = {i: v / self.scale for i, v in enumerate(noisy_all)}
             admitted = top_l(np.array(noisy_all, dtype=np.int64), L)
-            noisy = {i: noisy[i] for i in admitted}
-            del noisy_all
+            if observe is not None:
+                observe(np.asarray(noisy_all, dtype=np.float64) / self.scale)
+        noisy = {i: noisy_all[i] / self.scale for i in admitted}
+        del noisy_all
         order = sorted(admitted, key=lambda i: (-noisy[i], i))
         return NoisyRelease(admitted=order, noisy_mass=[noisy[i] for i in order])
 

@@ -144,7 +144,7 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
     try:
         with transaction(con):
             if replace:
-                con.execute("DELETE FROM assignments")
+                con.execute(queries.load("clear_assignments"))
             try:
                 con.execute(queries.load("insert_assignments"))
             except duckdb.Error as exc:

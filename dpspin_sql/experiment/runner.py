@@ -402,48 +402,15 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
 
 def release_capturing(prep: Prep, config, sketch, atoms, dataset: str, out_path: Path):
     """`pipeline.release_and_charge`, keeping the full noisy vector of a full-sketch release
-    for the value-error metrics (SPEC §6). The vector never reaches the plan: it is read
-    off the OpenDP measurement's output inside the curator. Returns (plan, vector | None).
-
-    The mechanism is taken from the prep's cache (the same public calibration), and its
-    first measurement is observed for the duration of this one release only.
+    for the value-error metrics (SPEC §6). The vector never reaches the plan: the mechanism
+    hands it to `observe` inside the curator. Returns (plan, vector | None).
     """
     from dpspin_sql import pipeline
 
     captured: dict = {}
-    mech = prep.mechanism(config)
-    full_sketch = config.mechanism in ("laplace", "gaussian")
-    original_make = pipeline.make_mechanism
-
-    def make(cfg, m, *args, **kwargs):
-        if cfg == config and m == len(atoms) and not args and not kwargs:
-            return mech
-        return original_make(cfg, m, *args, **kwargs)
-
-    part = mech.parts[0]
-
-    def observe(x):
-        value = part.measurement(x)
-        captured["noisy"] = np.asarray(value, dtype=np.float64) / mech.scale
-        return value
-
-    def apply(mass):  # observe the first measurement only while the noise is drawn
-        mech.parts[0] = dataclasses.replace(part, measurement=observe)
-        try:
-            return type(mech).apply(mech, mass)
-        finally:
-            mech.parts[0] = part
-
-    pipeline.make_mechanism = make
-    if full_sketch:
-        mech.apply = apply
-    try:
-        plan = pipeline.release_and_charge(prep.con, config, sketch=sketch, out_path=out_path, atoms=atoms,
-                                           dataset=dataset)
-    finally:
-        pipeline.make_mechanism = original_make
-        mech.parts[0] = part
-        mech.__dict__.pop("apply", None)
+    plan = pipeline.release_and_charge(prep.con, config, sketch=sketch, out_path=out_path, atoms=atoms,
+                                       dataset=dataset, mechanism=prep.mechanism(config),
+                                       observe=lambda v: captured.__setitem__("noisy", v))
     noisy = captured.get("noisy")
     if noisy is not None and len(noisy) != len(atoms):
         noisy = None
