@@ -4,7 +4,8 @@ The corpus is made up here (seeded `numpy` draws are fine for *synthetic data*; 
 release's noise still comes from OpenDP). A few hundred users, a heavy tail of users with
 many tickets, a public taxonomy of 30 atoms. Users are split into an auxiliary and a
 target side, a scorer is fitted on the auxiliary side, and a user-level Gaussian plan is
-released and printed with the budget left.
+released, verbalized by the template decoder, checked by the verifier and printed with
+the budget left.
 """
 from __future__ import annotations
 
@@ -100,6 +101,12 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
         out = Path(db).with_name("private_plan.json")
         plan = release_and_charge(con, config, out_path=out)
         console.print(plan_table(plan))
+        from dpspin_sql.decode import summarize
+
+        summary = summarize(plan.to_dict(), decoder="template",
+                            dictionary=[{"atom_id": a.atom_id, "label": a.label} for a in atoms.current_atoms(con)])
+        verdict = "accepted by the verifier" if summary.accepted else "REJECTED by the verifier"
+        console.print(f"[bold]summary[/bold] ({verdict}):", summary.text, sep="\n", highlight=False)
         st = ledger.status(con)
         console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {epsilon_total:g}, "
                       f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
