@@ -27,6 +27,7 @@ import itertools
 import duckdb
 import pyarrow as pa
 
+from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 
 PROBE_PREFIX = "probe-"
@@ -132,9 +133,8 @@ def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> 
                                                 "atom_id": pa.array(aid, pa.int32()),
                                                 "weight": pa.array(wts, pa.float64())}))
     try:
-        con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
-                    "SELECT record_id, user_id, text, 'target', NULL FROM probe_records")
-        con.execute("INSERT INTO assignments SELECT record_id, atom_id, weight FROM probe_assignments")
+        con.execute(queries.load("probe_insert_records"))
+        con.execute(queries.load("probe_insert_assignments"))
     finally:
         con.unregister("probe_records")
         con.unregister("probe_assignments")
@@ -142,5 +142,5 @@ def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> 
 
 
 def remove_probe_records(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("DELETE FROM assignments WHERE starts_with(record_id, $p)", {"p": PROBE_PREFIX})
-    con.execute("DELETE FROM records WHERE starts_with(record_id, $p)", {"p": PROBE_PREFIX})
+    con.execute(queries.load("probe_delete_assignments"), {"p": PROBE_PREFIX})
+    con.execute(queries.load("probe_delete_records"), {"p": PROBE_PREFIX})

@@ -34,6 +34,7 @@ from typing import Callable
 import numpy as np
 import yaml
 
+from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment import metrics as M
 from dpspin_sql.experiment.grid import Grid, load_grid
@@ -313,8 +314,7 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
 
         probe_info = probe.insert_probe_records(con, run["probe"], int(run["K"]))
     try:
-        n_rec, n_usr = con.execute("SELECT count(*), count(DISTINCT user_id) FROM records "
-                                   "WHERE split = 'target'").fetchall()[0]
+        n_rec, n_usr = con.execute(queries.load("experiment_target_counts")).fetchall()[0]
         sk = compute_sketch(con, run["unit"], int(run["K"]), float(run["B"]))
         truth = _truth_vector(con, prep) if prep.truth_keys else None
     finally:
@@ -420,9 +420,7 @@ def release_capturing(prep: Prep, config, sketch, atoms, dataset: str, out_path:
 def _truth_vector(con, prep: Prep) -> np.ndarray:
     """True label counts of the target split per atom (CFPB: Product / Issue / Sub-issue)."""
     fields = prep.manifest["truth_fields"]
-    rows = con.execute(
-        "SELECT list_transform($fields, lambda f: NULLIF(TRIM(json_extract_string(metadata, f)), '')) AS key, "
-        "count(*) FROM records WHERE split = 'target' GROUP BY key", {"fields": fields}).fetchall()
+    rows = con.execute(queries.load("experiment_truth_counts"), {"fields": fields}).fetchall()
     counts = {tuple(k): c for k, c in rows}
     return np.array([float(counts.get(tuple(k), 0)) if k is not None else 0.0 for k in prep.truth_keys])
 

@@ -7,53 +7,48 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-CATEGORY_SQL = {
-    # (title, SQL expression yielding one or more category values per record)
-    "cfpb": [("product", "json_extract_string(metadata, 'product')"),
-             ("issue", "json_extract_string(metadata, 'issue')")],
-    "amazon": [("rating", "CAST(json_extract(metadata, 'rating') AS VARCHAR)"),
-               ("parent_asin", "json_extract_string(metadata, 'parent_asin')")],
-    "yelp": [("business category", "unnest(string_split(json_extract_string(metadata, 'categories'), '; '))"),
-             ("stars", "CAST(json_extract(metadata, 'stars') AS VARCHAR)")],
+CATEGORIES = {
+    # (title, metadata field, how to read it, separator): the last three are parameters of
+    # queries/experiment_stats_top_categories.sql: 'string' is the field as a JSON string,
+    # 'json' the JSON text of the value, 'split' several values per record.
+    "cfpb": [("product", "product", "string", None),
+             ("issue", "issue", "string", None)],
+    "amazon": [("rating", "rating", "json", None),
+               ("parent_asin", "parent_asin", "string", None)],
+    "yelp": [("business category", "categories", "split", "; "),
+             ("stars", "stars", "json", None)],
 }
-BUCKETS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, None))
 
 
 def dataset_stats(preset: str, path: str | Path, businesses: str | Path | None = None, top: int = 10) -> dict:
-    from dpspin_sql import presets, store
+    from dpspin_sql import presets, queries, store
 
     con = store.connect(":memory:", create=True)
     try:
         opts = {"businesses": businesses} if businesses else {}
         presets.load_preset(con, preset, path, **opts)
-        q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
-        records, users, with_uid = q("SELECT count(*), count(DISTINCT user_id), count(user_id) FROM records")[0]
+        records, users, with_uid = con.execute(queries.load("experiment_stats_counts")).fetchall()[0]
         out: dict = {"preset": preset, "input": str(path), "records": records, "users": users,
                      "records_with_valid_user_id": with_uid}
         if users:
-            per = "SELECT user_id, count(*) AS k FROM records WHERE user_id IS NOT NULL GROUP BY user_id"
-            multi, mean, p50, p90, p99, mx = q(
-                f"SELECT count(*) FILTER (WHERE k > 1), avg(k), quantile_cont(k, 0.5), quantile_cont(k, 0.9), "
-                f"quantile_cont(k, 0.99), max(k) FROM ({per})")[0]
+            cur = con.execute(queries.load("experiment_stats_records_per_user"))
+            row = cur.fetchall()[0]
+            multi, mean, p50, p90, p99, mx = row[:6]
             out["users_with_several_records"] = multi
-            dist = {}
-            for lo, hi in BUCKETS:
-                cond = f"k >= {lo}" + (f" AND k <= {hi}" if hi else "")
-                name = str(lo) if lo == hi else (f"{lo}-{hi}" if hi else f">={lo}")
-                dist[name] = q(f"SELECT count(*) FROM ({per}) WHERE {cond}")[0][0]
+            dist = {d[0]: v for d, v in zip(cur.description[6:], row[6:])}
             out["records_per_user"] = {"mean": mean, "p50": p50, "p90": p90, "p99": p99, "max": mx,
                                        "users_by_records": dist}
         else:
             out["users_with_several_records"] = 0
             out["records_per_user"] = None
-        for unit, expr in (("chars", "length(text)"), ("words", "len(string_split_regex(trim(text), '\\s+'))")):
-            mean, p10, p50, p90, mx = q(f"SELECT avg({expr}), quantile_cont({expr}, 0.1), quantile_cont({expr}, 0.5), "
-                                        f"quantile_cont({expr}, 0.9), max({expr}) FROM records")[0]
+        lengths = con.execute(queries.load("experiment_stats_text_length")).fetchall()[0]
+        for i, unit in enumerate(("chars", "words")):
+            mean, p10, p50, p90, mx = lengths[5 * i:5 * i + 5]
             out[f"text_{unit}"] = {"mean": mean, "p10": p10, "p50": p50, "p90": p90, "max": mx}
         cats = {}
-        for title, expr in CATEGORY_SQL.get(preset, []):
-            rows = q(f"SELECT v, count(*) AS c FROM (SELECT {expr} AS v FROM records) WHERE v IS NOT NULL "
-                     f"GROUP BY v ORDER BY c DESC, v LIMIT {int(top)}")
+        for title, field, how, sep in CATEGORIES.get(preset, []):
+            rows = con.execute(queries.load("experiment_stats_top_categories"),
+                               {"field": field, "how": how, "sep": sep, "top": int(top)}).fetchall()
             cats[title] = [[v, c] for v, c in rows]
         out["top_categories"] = cats
         return out
