@@ -15,6 +15,8 @@ pyspark is the optional extra `spark` (pip install 'dpspin-sql[spark]').
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import sys
 import tempfile
@@ -94,14 +96,40 @@ def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None
                   n_records=n_records, n_users=n_units)
 
 
+def apply_filters(spark, audited: Audited, records_df, assignments_df):
+    """Evaluate the statement's WHERE filters on their own, with ANSI mode off, so that a
+    row on which a filter would raise (a failed cast, a division by zero) does not match
+    instead of failing the job: a job that fails on one record's value would answer a
+    question about that record. The filtered frames are materialized (localCheckpoint)
+    before ANSI mode is restored for the sketch, whose exact arithmetic must fail loudly.
+    """
+    if audited.records_filter is None and audited.assignments_filter is None:
+        return audited, records_df, assignments_df
+    previous = spark.conf.get("spark.sql.ansi.enabled", "true")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        if audited.records_filter is not None:
+            records_df = records_df.where(
+                f"COALESCE(({audited.records_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+        if audited.assignments_filter is not None:
+            assignments_df = assignments_df.where(
+                f"COALESCE(({audited.assignments_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+    return dataclasses.replace(audited, records_filter=None, assignments_filter=None), records_df, assignments_df
+
+
 def sketch_from_frames(spark, audited: Audited, records_df, assignments_df, atoms_df) -> list[tuple[int, int]]:
     """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
+    audited, records_df, assignments_df = apply_filters(spark, audited, records_df, assignments_df)
     records_df.createOrReplaceTempView("records")
     assignments_df.createOrReplaceTempView("assignments")
     atoms_df.createOrReplaceTempView("atoms")
     query = sketch_sql(audited, "spark", pretty=False)
     try:
         return [(int(r[0]), int(r[1])) for r in spark.sql(query).collect()]
+    except Exception:  # never the engine's message: it can quote protected values
+        raise BadInput("the sketch query failed on Spark") from None
     finally:
         for view in ("records", "assignments", "atoms"):
             spark.catalog.dropTempView(view)

@@ -149,10 +149,40 @@ def test_refusals_write_no_plan_and_charge_nothing(con, tmp_path, sql, error):
     assert ledger.status(con).epsilon_spent == before
 
 
-def test_a_filter_that_fails_at_run_time_is_bad_input(con, tmp_path):
-    with pytest.raises(BadInput, match="sketch query failed"):
+def test_cast_in_a_filter_is_refused(con, tmp_path):
+    # CAST can fail on one record's text and print it: the audit wants TRY_CAST
+    with pytest.raises(AuditRefusal, match="TRY_CAST"):
         run_sql(con, stmt(where="CAST(text AS INTEGER) > 3"), tmp_path / "plan.json")
     assert not (tmp_path / "plan.json").exists() and ledger.status(con).epsilon_spent == 0
+
+
+@pytest.mark.parametrize("where", [
+    "regexp_matches(text, text)",                   # a pattern read from the data
+    "regexp_matches(text, lower(text))",
+])
+def test_data_dependent_patterns_are_refused(con, tmp_path, where):
+    with pytest.raises(AuditRefusal, match="literal"):
+        run_sql(con, stmt(where=where), tmp_path / "plan.json")
+
+
+@pytest.mark.parametrize("where", [
+    "atom_id / (atom_id - atom_id) > 0",             # division by zero on every row
+    "TRY_CAST(text AS INTEGER) > 0 AND 1 % (length(text) - length(text)) = 0",   # division by zero
+    "atom_id * 2147483647 * 2147483647 > 0",         # integer overflow
+])
+def test_a_filter_that_would_raise_never_fails_the_query(con, tmp_path, where):
+    """A query that fails or succeeds with one record's value would be an error oracle
+    answering any per-record question for free: the rewrite guards every filter with
+    TRY, so a raising row just does not match, and no engine message reaches the user."""
+    plan = run_sql(con, stmt(where=where), tmp_path / "plan.json")
+    assert (tmp_path / "plan.json").exists() and plan.mechanism == "gaussian"
+
+
+def test_engine_messages_never_reach_the_user(con, tmp_path):
+    # a type error is data-independent, but the engine's text is never passed on
+    with pytest.raises(BadInput) as info:
+        run_sql(con, stmt(where="text > 5"), tmp_path / "plan.json")
+    assert str(info.value) == "the sketch query failed on this store"
 
 
 def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):

@@ -56,6 +56,10 @@ _WHERE_NODES = (
     exp.Concat, exp.JSONExtract, exp.JSONExtractScalar, exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey,
     exp.JSONPathSubscript, exp.Abs, exp.Var,
 )
+# Arguments that must be literals: a pattern or path read from the data could be
+# invalid on some rows, and a query that fails on one record is an oracle about it.
+_LITERAL_ARGS = {exp.RegexpLike: ("expression",), exp.Escape: ("expression",),
+                 exp.JSONExtract: ("expression",), exp.JSONExtractScalar: ("expression",)}
 _WHERE_ARGS = {  # node type -> args allowed to be set (keeps e.g. IN (subquery) and IN UNNEST out)
     exp.In: {"this", "expressions", "is_global"},
 }
@@ -308,6 +312,13 @@ def _check_where_node(node: exp.Expression, scope: _Scope) -> None:
         for key, value in node.args.items():
             if value and key not in allowed:
                 refuse(f"{node.key.upper()} with {key} is not allowed in WHERE", node)
+    for key in _LITERAL_ARGS.get(type(node), ()):
+        arg = node.args.get(key)
+        if arg is not None and not isinstance(arg, (exp.Literal, exp.JSONPath)):
+            refuse(f"the {key} of {node.key.upper()} must be a literal: one read from the data could fail "
+                   "on some records and turn the query's success into an answer about them", arg)
+    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+        refuse("CAST can fail on a record's value and reveal it; use TRY_CAST", node)
     if isinstance(node, exp.Column):
         scope.resolve(node, "WHERE")
 

@@ -6,6 +6,11 @@ statement's WHERE terms — records terms into the `target` CTE (which records a
 the sketch), assignments terms into the `cleaned` CTE (which assignment rows are read,
 before the clip) — and nothing else: every bound the release relies on is still
 imposed by the unchanged rest of the query.
+
+Each injected filter is guarded as COALESCE(TRY(filter), FALSE): a row on which it
+raises (a failed CAST, a bad regex, an overflow) simply does not match. Otherwise a
+query that fails or succeeds depending on one record's text would be an error oracle
+that answers any per-record question without spending budget.
 """
 from __future__ import annotations
 
@@ -41,19 +46,24 @@ def _cte(tree: exp.Select, name: str) -> exp.Select:
     raise AssertionError(f"the core sketch query has no CTE {name!r}")  # a broken core file
 
 
+def guarded(term: exp.Expression) -> exp.Expression:
+    """A filter that cannot raise (see the module docstring)."""
+    return exp.func("COALESCE", exp.Try(this=term), exp.false())
+
+
 def rewrite(audited: Audited) -> exp.Select:
     """The enforced sketch query for this statement, in DuckDB SQL with $K/$scale/$bound placeholders."""
     tree = core_query(audited.unit)
     if audited.records_filter is not None:
         target = _cte(tree, "target")
-        target.where(audited.records_filter.copy(), append=True, copy=False)
+        target.where(guarded(audited.records_filter.copy()), append=True, copy=False)
     if audited.assignments_filter is not None:
         cleaned = _cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
         term = audited.assignments_filter.copy()
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
-        cleaned.where(term, append=True, copy=False)
+        cleaned.where(guarded(term), append=True, copy=False)
     return tree
 
 

@@ -64,8 +64,9 @@ def duckdb_sketch(con: duckdb.DuckDBPyConnection, audited: Audited) -> Sketch:
     sql = sketch_sql(audited, "duckdb", pretty=False, bind_params=False)
     try:
         rows = con.execute(sql, params(audited)).fetchall()
-    except duckdb.Error as exc:
-        raise BadInput(f"the sketch query failed: {str(exc).strip().splitlines()[0]}") from None
+    except duckdb.Error:
+        # never the engine's message: it can quote protected values
+        raise BadInput("the sketch query failed on this store") from None
     return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=audited.unit, K=audited.K, B=audited.B,
                   n_records=n_records, n_users=n_units)
 

@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM records
   WHERE
-    split = 'target' AND split = 'target'
+    split = 'target' AND COALESCE(split = 'target', FALSE)
 ), cleaned AS (
   SELECT
     a.record_id,

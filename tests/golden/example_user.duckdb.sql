@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM records
   WHERE
-    split = 'target' AND split = 'target'
+    split = 'target' AND COALESCE(TRY(split = 'target'), FALSE)
 ), cleaned AS (
   SELECT
     a.record_id,

@@ -5,11 +5,14 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND (
-      LOWER(text) LIKE '%refund%'
-      AND (
-        metadata ->> '$.product'
-      ) IN ('Mortgage', 'Credit card')
+    AND COALESCE(
+      TRY(
+        LOWER(text) LIKE '%refund%'
+        AND (
+          metadata ->> '$.product'
+        ) IN ('Mortgage', 'Credit card')
+      ),
+      FALSE
     )
 ), cleaned AS (
   SELECT
@@ -27,7 +30,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    a.weight >= 0.05
+    COALESCE(TRY(a.weight >= 0.05), FALSE)
   GROUP BY
     a.record_id,
     a.atom_id

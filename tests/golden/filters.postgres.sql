@@ -5,9 +5,10 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND (
+    AND COALESCE(
       LOWER(text) LIKE '%refund%'
-      AND JSON_EXTRACT_PATH_TEXT(metadata, 'product') IN ('Mortgage', 'Credit card')
+      AND JSON_EXTRACT_PATH_TEXT(metadata, 'product') IN ('Mortgage', 'Credit card'),
+      FALSE
     )
 ), cleaned AS (
   SELECT
@@ -28,7 +29,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    a.weight >= 0.05
+    COALESCE(a.weight >= 0.05, FALSE)
   GROUP BY
     a.record_id,
     a.atom_id
