@@ -81,14 +81,24 @@ def compute_sketch(con: duckdb.DuckDBPyConnection, unit: str = "record", K: int 
     n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
     if n_records == 0:
         raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
-    if unit == "user" and n_without_user:
-        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
+    if unit == "user":
+        check_user_level(con, n_without_user)
     atom_ids = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
     if len(atom_ids) == 0:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     rows = con.execute(sketch_query(unit), sketch_params(unit, K, B)).fetchall()
     return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=unit, K=int(K), B=float(B),
                   n_records=int(n_records), n_users=int(n_users if unit == "user" else n_records))
+
+
+def check_user_level(con: duckdb.DuckDBPyConnection, n_without_user: int) -> None:
+    """A user-level release needs a user id on every target record and a user-disjoint split."""
+    if n_without_user:
+        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
+    shared = first_row(con.execute(queries.load("shared_users")))[0]
+    if shared:
+        raise BadInput(f"{shared} user(s) have records in both the auxiliary and the target split; a user-level "
+                       "release needs a user-disjoint split (dpspin split --unit user)")
 
 
 def align(atom_ids: np.ndarray, rows) -> np.ndarray:

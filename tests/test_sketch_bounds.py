@@ -49,7 +49,8 @@ def hostile_tables(draw, unit: str):
     records = []
     for i in range(n_records):
         split = draw(st.sampled_from(["target", "target", "target", "aux", "excluded"]))
-        user = f"u{draw(st.integers(0, n_users - 1))}"
+        # aux records belong to aux-only users: user-level releases need a user-disjoint split
+        user = f"u{draw(st.integers(0, n_users - 1))}" if split != "aux" else f"aux{i}"
         records.append((f"r{i}", user, split))
     if not any(r[2] == "target" for r in records):
         records[0] = (records[0][0], records[0][1], "target")
@@ -298,3 +299,17 @@ def test_bad_bounds_refused(con, K, B):
     load(con, [("r0", "u0", "target")], [("r0", 0, 1.0)])
     with pytest.raises(BadInput):
         compute_sketch(con, "user", K, B)
+
+
+def test_user_level_refuses_a_split_that_is_not_user_disjoint(tmp_path):
+    """The public atoms and scorer come from aux records; a user with aux records would
+    have shaped them, so a user-level release over a record-level split is bad input."""
+    c = new_store(tmp_path / "shared.duckdb")
+    install_atoms(c, ATOM_IDS)
+    put_records(c, [("r0", "u0", "target"), ("r1", "u0", "aux"), ("r2", "u1", "target")])
+    put_assignments(c, [("r0", ATOM_IDS[0], 1.0), ("r2", ATOM_IDS[1], 1.0)])
+    with pytest.raises(BadInput, match="1 user.*both the auxiliary and the target split"):
+        compute_sketch(c, "user", K=3, B=1.0)
+    assert compute_sketch(c, "record", K=3).mass.sum() == 2 * SCALE   # record level is unaffected
+    set_split(c, ["r1"], "target")
+    assert compute_sketch(c, "user", K=3, B=1.0).mass.sum() == 2 * SCALE

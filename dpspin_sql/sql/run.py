@@ -13,7 +13,7 @@ import numpy as np
 
 from dpspin_sql import ledger, queries
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sketch import Sketch, align
+from dpspin_sql.sketch import Sketch, align, check_user_level
 from dpspin_sql.sql import audit_statement
 from dpspin_sql.sql.audit import Audited
 from dpspin_sql.sql.errors import refuse
@@ -46,8 +46,8 @@ def target_facts(con: duckdb.DuckDBPyConnection, unit: str) -> tuple[np.ndarray,
     n_records, n_users, n_without_user = con.execute(queries.load("sketch_units")).fetchall()[0]
     if n_records == 0:
         raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
-    if unit == "user" and n_without_user:
-        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
+    if unit == "user":
+        check_user_level(con, n_without_user)
     atom_ids = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
     if len(atom_ids) == 0:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")

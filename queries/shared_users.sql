@@ -1,0 +1,10 @@
+-- Users with records on both sides of the aux/target split. A user-level guarantee
+-- needs none: the atoms and the fitted scorer, which are public, come from the
+-- auxiliary records, and a protected user must not have shaped them.
+SELECT count(*) FROM (
+    SELECT user_id
+    FROM records
+    WHERE user_id IS NOT NULL
+    GROUP BY user_id
+    HAVING bool_or(split = 'aux') AND bool_or(split <> 'aux')
+);
