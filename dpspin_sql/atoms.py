@@ -94,13 +94,14 @@ def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom
         raise BadInput(f"taxonomy {path} has no atoms")
     if any("label" not in r for r in rows):
         raise BadInput(f"taxonomy {path} needs a 'label' column")
-    has_ids = all(r.get("atom_id") is not None for r in rows)
+    with_ids = sum(_present(r.get("atom_id")) for r in rows)
+    if 0 < with_ids < len(rows):
+        raise BadInput(f"taxonomy {path}: {len(rows) - with_ids} of {len(rows)} rows have no atom_id; "
+                       "give every atom an id or none (then they are numbered 0..m-1 in file order)")
+    has_ids = with_ids == len(rows)
     atoms = []
     for i, r in enumerate(rows):
-        try:
-            atom_id = int(r["atom_id"]) if has_ids else i
-        except (TypeError, ValueError):
-            raise BadInput(f"taxonomy {path}: atom_id {r['atom_id']!r} is not an integer") from None
+        atom_id = _integer_id(r["atom_id"], path) if has_ids else i
         if atom_id < 0:
             raise BadInput(f"taxonomy {path}: atom_id {atom_id} is negative")
         support = r.get("aux_support")
@@ -121,6 +122,20 @@ def current_atoms(con: duckdb.DuckDBPyConnection) -> list[Atom]:
 def current_dictionary_id(con: duckdb.DuckDBPyConnection) -> str | None:
     row = first_row(con.execute(queries.load("select_dictionary")))
     return row[0] if row else None
+
+
+def _present(value) -> bool:
+    return value is not None and str(value).strip() != ""
+
+
+def _integer_id(value, path) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number.is_integer():
+        raise BadInput(f"taxonomy {path}: atom_id {value!r} is not an integer")
+    return int(number)
 
 
 def _is_json_array(path: Path) -> bool:

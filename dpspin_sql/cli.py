@@ -29,8 +29,7 @@ assignments_app = typer.Typer(help="Bring-your-own-classifier assignments (recor
 app.add_typer(atoms_app, name="atoms")
 app.add_typer(assignments_app, name="assignments")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)  # ids and paths stay on one line for scripts
 
 DB = typer.Option(..., "--db", help="The dpspin store (a DuckDB file).")
 
@@ -41,11 +40,11 @@ def init(db: Path = DB,
          delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
          dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget name (one per dataset).")) -> None:
     """Create a store (or update its total budget, never below what is spent)."""
-    con = store.connect(db, create=True)
-    ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
-    st = ledger.status(con, dataset)
+    with store.opened(db) as con:
+        ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
+        st = ledger.status(con, dataset)
     out.print(f"store {db}: budget ε={st.epsilon_total:g}, δ={st.delta_total:g}; "
-              f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}")
+              f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}", soft_wrap=True)
 
 
 @app.command()
@@ -60,17 +59,17 @@ def load(db: Path = DB,
          businesses: Optional[Path] = typer.Option(None, "--businesses", help="Yelp businesses file (preset yelp).")
          ) -> None:
     """Load records into the store with DuckDB's readers; other columns become metadata."""
-    con = store.connect(db, create=True)
-    ledger.ensure_budget(con)
-    if preset:
-        from dpspin_sql import presets
+    with store.opened(db) as con:
+        if preset:
+            from dpspin_sql import presets
 
-        opts = {"businesses": businesses} if businesses else {}
-        n = presets.load_preset(con, preset, input, split=split, **opts)
-    else:
-        n = store.load_records(con, input, fmt=format, id_col=id_col, user_col=user_col, text_col=text_col,
-                               split=split)
-    out.print(f"loaded {n} records into the {split} split of {db}")
+            opts = {"businesses": businesses} if businesses else {}
+            n = presets.load_preset(con, preset, input, split=split, **opts)
+        else:
+            n = store.load_records(con, input, fmt=format, id_col=id_col, user_col=user_col, text_col=text_col,
+                                   split=split)
+        ledger.ensure_budget(con)
+    out.print(f"loaded {n} records into the {split} split of {db}", soft_wrap=True)
 
 
 @atoms_app.command("load")
@@ -82,7 +81,7 @@ def atoms_load(db: Path = DB,
 
     con = store.connect(db)
     dictionary_id = atoms.load_taxonomy(con, input)
-    out.print(f"installed {len(atoms.current_atoms(con))} atoms, dictionary {dictionary_id}")
+    out.print(f"installed {len(atoms.current_atoms(con))} atoms, dictionary {dictionary_id}", soft_wrap=True)
 
 
 @assignments_app.command("load")
@@ -92,7 +91,7 @@ def assignments_load(db: Path = DB,
     """Load your own classifier's assignments. Bounds are enforced later by the sketch, not trusted here."""
     con = store.connect(db)
     n = store.load_assignments(con, input)
-    out.print(f"loaded {n} assignment rows")
+    out.print(f"loaded {n} assignment rows", soft_wrap=True)
 
 
 @app.command()
@@ -193,6 +192,8 @@ def run(argv: list[str] | None = None) -> int:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         _one_line(f"internal error: {type(exc).__name__}: {first} (set DPSPIN_DEBUG=1 for a traceback)")
         return 3
+    finally:
+        store.close_all()
     return rc if isinstance(rc, int) else 0
 
 

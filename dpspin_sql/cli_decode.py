@@ -36,7 +36,11 @@ def _load_dictionary(path: Optional[Path], plan: dict, plan_path: Path) -> Optio
     """--dictionary, else the sidecar `dpspin release` writes beside the plan (PLAN.dictionary.json)."""
     if path is None:
         sidecar = plan_path.with_name(plan_path.stem + ".dictionary.json")
-        if plan.get("dictionary_labels") or not sidecar.exists():
+        if plan.get("dictionary_labels"):
+            return None
+        if not sidecar.exists():
+            typer.echo(f"note: no public dictionary beside the plan ({sidecar.name}) and no --dictionary: "
+                       "mentions of non-admitted atoms cannot be detected", err=True)
             return None
         path = sidecar
     try:

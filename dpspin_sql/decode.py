@@ -287,11 +287,11 @@ def _malformed(raw: str):
 
 def write_summary(result: SummaryResult, out: str | Path | None, attempts_out: str | Path | None) -> None:
     """summary.txt gets the final text; verifier_attempts.json every attempt and verdict."""
+    from dpspin_sql.plan import write_json_atomic  # checks the directory, writes via rename
+
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(result.text.rstrip("\n") + "\n", encoding="utf-8")
+        write_json_atomic(out, result.text.rstrip("\n"))
     if attempts_out:
-        Path(attempts_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(attempts_out).write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json_atomic(attempts_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
 
 

@@ -46,8 +46,8 @@ def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sk
         sketch = compute_sketch(con, config.unit, config.K, config.B)
     _check_sketch(sketch, config, atoms)
     dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
-    params = config_dict(config) | {"m": len(atoms), "dictionary": dictionary_id,
-                                    "n_records": sketch.n_records, "n_units": sketch.n_users} | (extra_params or {})
+    # public parameters only: exact target counts are not DP and `dpspin budget` shows this
+    params = config_dict(config) | {"m": len(atoms), "dictionary": dictionary_id} | (extra_params or {})
     release_id = ledger.charge(con, eps, delta, mechanism=config.mechanism, params=params,
                                measurements=mechanism.audit_records(),
                                plan_path=str(out) if out else None, dataset=dataset)

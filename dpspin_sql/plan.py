@@ -146,7 +146,7 @@ def assign_bin(value: float, bins: dict, basis: str) -> str:
 
 
 def write_json_atomic(path: str | Path, text: str) -> Path:
-    """Write via a temporary file and rename, so a reader never sees half a plan."""
+    """Write text via a temporary file and rename, so a reader never sees half a file."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise BadInput(f"output directory does not exist: {path.parent}")
@@ -155,6 +155,9 @@ def write_json_atomic(path: str | Path, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.write("\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plan is meant to be published
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

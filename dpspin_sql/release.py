@@ -26,6 +26,7 @@ dp.enable_features("contrib")
 
 MECHANISMS = ("laplace", "gaussian", "private_topL")
 CALIBRATIONS = ("zcdp", "classical")
+MAX_K = 1000  # atoms kept per record; the SQL surface uses the same cap
 DEFAULT_SUPPORT_BINS = {"high": 0.10, "moderate": 0.03}
 DEFAULT_RANK_BINS = {"high": 3, "moderate": 7}
 
@@ -74,8 +75,8 @@ class ReleaseConfig:
             raise BadInput(f"-B {self.B:g} is too large for the fixed-point sketch (at most {MAX_B:g})")
         if self.unit == "user" and fixed_bound(self.B) < 1:
             raise BadInput(f"-B {self.B} is below the fixed-point resolution")
-        if int(self.K) != self.K or self.K < 1:
-            raise BadInput(f"-K must be a positive integer, not {self.K!r}")
+        if int(self.K) != self.K or not 1 <= self.K <= MAX_K:
+            raise BadInput(f"-K must be an integer in 1..{MAX_K}, not {self.K!r}")
         if int(self.L) != self.L or self.L < 1:
             raise BadInput(f"-L must be a positive integer, not {self.L!r}")
         if m is not None and self.L > m:
@@ -193,6 +194,16 @@ def make_mechanism(config: ReleaseConfig, m: int, scale: int = SCALE) -> Mechani
       the sum of the two maps (sequential composition).
     """
     config.validate(m)
+    try:
+        return _make_mechanism(config, m, scale)
+    except BadInput:
+        raise
+    except Exception as exc:  # OpenDP overflow, a search bracket that holds no solution, ...
+        raise BadInput(f"cannot calibrate {config.mechanism} for ε={config.epsilon:g}, δ={config.effective_delta:g} "
+                       f"(parameters outside what the mechanism supports: {type(exc).__name__})") from None
+
+
+def _make_mechanism(config: ReleaseConfig, m: int, scale: int) -> Mechanism:
     bound_fix = scale if config.unit == "record" else fixed_bound(config.B, scale)
     d_in = fixed_point_d_in(config.unit, config.adjacency, bound_fix)
     domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=m)

@@ -6,6 +6,7 @@ nothing.
 """
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -16,6 +17,7 @@ from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
+_OPEN: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
 SPLITS = ("aux", "target")
 
 
@@ -33,7 +35,34 @@ def connect(path: str | Path, *, create: bool = False, read_only: bool = False) 
         from dpspin_sql import udfs
 
         udfs.register(con)
+    _OPEN.add(con)
     return con
+
+
+def close_all() -> None:
+    """Close every store this process opened (the CLI calls it when a command ends, so a
+    failed command never leaves the file locked for the next one in the same process)."""
+    for con in list(_OPEN):
+        con.close()
+    _OPEN.clear()
+
+
+@contextmanager
+def opened(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open or create a store for one command; a store this command created is removed
+    again if the command fails, so bad input leaves no file behind."""
+    path = Path(path)
+    existed = path.exists()
+    con = connect(path, create=True)
+    try:
+        yield con
+    except BaseException:
+        con.close()
+        if not existed:
+            for leftover in (path, path.with_name(path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    con.close()
 
 
 @contextmanager

@@ -63,6 +63,9 @@ BAD_RELEASES = {
     "selection fraction 1": {"--mechanism": "private_topL", "--selection-fraction": "1"},
     "epsilon not a number": {"--epsilon": "lots"},
     "missing epsilon": {"--epsilon": None},
+    "K above the cap": {"-K": "100000000000"},
+    "epsilon beyond calibration": {"--epsilon": "1e6"},
+    "delta beyond calibration": {"--delta": "0.999"},
 }
 
 
@@ -186,13 +189,29 @@ def test_taxonomy_and_assignments_bad_input(db, tmp_path, capsys):
     no_label.write_text("name,description\nfoo,bar\n")
     no_weight = tmp_path / "a.csv"
     no_weight.write_text("record_id,atom_id\nr000-0,1\n")
+    partial_ids = tmp_path / "partial.csv"          # one row without an id: never renumber silently
+    partial_ids.write_text("atom_id,label\n,zeta\n5,alpha\n")
+    fractional_id = tmp_path / "fraction.csv"
+    fractional_id.write_text("atom_id,label\n5.5,alpha\n6,beta\n")
     for args in (["atoms", "load", "--db", db, "--input", tmp_path / "missing.csv"],
                  ["atoms", "load", "--db", db, "--input", no_label],
+                 ["atoms", "load", "--db", db, "--input", partial_ids],
+                 ["atoms", "load", "--db", db, "--input", fractional_id],
                  ["assignments", "load", "--db", db, "--input", tmp_path / "missing.csv"],
                  ["assignments", "load", "--db", db, "--input", no_weight]):
         rc, stdout, err = cli(capsys, *args)
         assert_one_line_error(rc, stdout, err)
     assert snapshot(db) == before
+
+
+def test_failed_commands_leave_no_new_store(tmp_path, capsys):
+    fresh = tmp_path / "new.duckdb"
+    for args in (["init", "--db", fresh, "--epsilon-budget", "-1"],
+                 ["init", "--db", fresh, "--epsilon-budget", "nan"],
+                 ["load", "--db", fresh, "--input", tmp_path / "nofile.csv"]):
+        rc, stdout, err = cli(capsys, *args)
+        assert_one_line_error(rc, stdout, err)
+        assert not fresh.exists()
 
 
 # ================================================================================ demo
