@@ -19,7 +19,7 @@ import numpy as np
 import opendp.prelude as dp
 
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sensitivity import ADJACENCIES, fixed_point_d_in, sensitivity
+from dpspin_sql.sensitivity import ADJACENCIES, fixed_point_d_in
 from dpspin_sql.sketch import MAX_B, SCALE, UNITS, fixed_bound
 
 dp.enable_features("contrib")

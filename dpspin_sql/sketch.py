@@ -78,6 +78,16 @@ def compute_sketch(con: duckdb.DuckDBPyConnection, unit: str = "record", K: int 
     validate_bounds(unit, K, B)
     if unit == "record":
         B = 1.0
+    atom_ids, n_records, n_units = target_facts(con, unit)
+    rows = con.execute(sketch_query(unit), sketch_params(unit, K, B)).fetchall()
+    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=unit, K=int(K), B=float(B),
+                  n_records=n_records, n_users=n_units)
+
+
+def target_facts(con: duckdb.DuckDBPyConnection, unit: str) -> tuple[np.ndarray, int, int]:
+    """Dictionary order and the shape of the target split (records, units), after the checks
+    every sketch engine needs: a non-empty target split, atoms, and at user level a user id
+    on every record and a user-disjoint split."""
     n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
     if n_records == 0:
         raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
@@ -86,9 +96,7 @@ def compute_sketch(con: duckdb.DuckDBPyConnection, unit: str = "record", K: int 
     atom_ids = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
     if len(atom_ids) == 0:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
-    rows = con.execute(sketch_query(unit), sketch_params(unit, K, B)).fetchall()
-    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=unit, K=int(K), B=float(B),
-                  n_records=int(n_records), n_users=int(n_users if unit == "user" else n_records))
+    return atom_ids, int(n_records), int(n_users if unit == "user" else n_records)
 
 
 def check_user_level(con: duckdb.DuckDBPyConnection, n_without_user: int) -> None:

@@ -72,7 +72,7 @@ def saved_scorer_bytes(con: duckdb.DuckDBPyConnection) -> bytes | None:
 def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None,
                  assign: str = "auto") -> Sketch:
     """The enforced sketch of an audited statement, computed on Spark from the store's target split."""
-    from dpspin_sql.sql.run import target_facts
+    from dpspin_sql.sketch import target_facts
 
     if assign not in ASSIGN_MODES:
         raise BadInput(f"assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")

@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import numpy as np
 
-from dpspin_sql import ledger, queries
+from dpspin_sql import ledger
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sketch import Sketch, align, check_user_level
+from dpspin_sql.sketch import Sketch, align, target_facts
 from dpspin_sql.sql import audit_statement
 from dpspin_sql.sql.audit import Audited
 from dpspin_sql.sql.errors import refuse
@@ -39,19 +38,6 @@ def release_config(audited: Audited, m: int | None = None):
     except BadInput as exc:
         refuse(f"the options are out of range: {str(exc).removeprefix('error: ')}",
                audited.options.nodes.get("top") if "-L" in str(exc) else audited.statement.args["hint"])
-
-
-def target_facts(con: duckdb.DuckDBPyConnection, unit: str) -> tuple[np.ndarray, int, int]:
-    """Dictionary order and the public shape of the target split, with compute_sketch's checks."""
-    n_records, n_users, n_without_user = con.execute(queries.load("sketch_units")).fetchall()[0]
-    if n_records == 0:
-        raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
-    if unit == "user":
-        check_user_level(con, n_without_user)
-    atom_ids = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
-    if len(atom_ids) == 0:
-        raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
-    return atom_ids, int(n_records), int(n_users if unit == "user" else n_records)
 
 
 def duckdb_sketch(con: duckdb.DuckDBPyConnection, audited: Audited) -> Sketch:
