@@ -22,13 +22,12 @@ ranked AS (
     WHERE w > 0
 ),
 kept AS (
-    SELECT record_id, atom_id, w, SUM(w) OVER (PARTITION BY record_id) AS total
+    SELECT record_id, atom_id, w, CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
     FROM ranked
     WHERE k <= $K
 ),
 record_vectors AS (
-    SELECT record_id, atom_id,
-           CAST(dpspin_clip(w, total, $scale) AS BIGINT) AS v
+    SELECT record_id, atom_id, dpspin_clip(w, total, $scale) AS v
     FROM kept
 )
 SELECT atom_id, CAST(SUM(v) AS HUGEINT) AS mass

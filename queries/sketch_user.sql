@@ -12,36 +12,34 @@ WITH target AS (
     SELECT record_id, user_id FROM records WHERE split = 'target'
 ),
 cleaned AS (
-    SELECT a.record_id, a.atom_id, MAX(dpspin_fix(a.weight, $scale)) AS w
+    SELECT a.record_id, t.user_id, a.atom_id, MAX(dpspin_fix(a.weight, $scale)) AS w
     FROM assignments AS a
     JOIN target AS t ON t.record_id = a.record_id
     JOIN atoms AS d ON d.atom_id = a.atom_id
-    GROUP BY a.record_id, a.atom_id
+    GROUP BY a.record_id, t.user_id, a.atom_id
 ),
 ranked AS (
-    SELECT record_id, atom_id, w,
+    SELECT record_id, user_id, atom_id, w,
            ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
     FROM cleaned
     WHERE w > 0
 ),
 kept AS (
-    SELECT record_id, atom_id, w, SUM(w) OVER (PARTITION BY record_id) AS total
+    SELECT record_id, user_id, atom_id, w, CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
     FROM ranked
     WHERE k <= $K
 ),
 record_vectors AS (
-    SELECT record_id, atom_id,
-           CAST(dpspin_clip(w, total, $scale) AS BIGINT) AS v
+    SELECT record_id, user_id, atom_id, dpspin_clip(w, total, $scale) AS v
     FROM kept
 ),
 user_vectors AS (
-    SELECT t.user_id, r.atom_id, CAST(SUM(r.v) AS HUGEINT) AS u
-    FROM record_vectors AS r
-    JOIN target AS t ON t.record_id = r.record_id
-    GROUP BY t.user_id, r.atom_id
+    SELECT user_id, atom_id, CAST(SUM(v) AS BIGINT) AS u
+    FROM record_vectors
+    GROUP BY user_id, atom_id
 ),
 user_totals AS (
-    SELECT user_id, atom_id, u, SUM(u) OVER (PARTITION BY user_id) AS total
+    SELECT user_id, atom_id, u, CAST(SUM(u) OVER (PARTITION BY user_id) AS BIGINT) AS total
     FROM user_vectors
 )
 SELECT atom_id,

@@ -10,6 +10,9 @@ CREATE OR REPLACE MACRO dpspin_fix(w, scale) AS
     CASE WHEN isfinite(w) AND w > 0 THEN CAST(FLOOR(LEAST(w, 1.0) * scale) AS BIGINT) END;
 
 -- dpspin_clip(u, total, bound): one coordinate of an L1 clip in integers; the clipped
--- coordinates of one vector sum to at most `bound`.
+-- coordinates of one vector sum to at most `bound`. The product stays in BIGINT when it
+-- provably fits (u ≤ 2^63-1 // bound) and goes through HUGEINT only when it might not.
 CREATE OR REPLACE MACRO dpspin_clip(u, total, bound) AS
-    CASE WHEN total > bound THEN (CAST(u AS HUGEINT) * bound) // total ELSE u END;
+    CASE WHEN total <= bound THEN u
+         WHEN u <= 9223372036854775807 // bound THEN (u * bound) // total
+         ELSE CAST((CAST(u AS HUGEINT) * bound) // total AS BIGINT) END;

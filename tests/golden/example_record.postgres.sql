@@ -39,7 +39,7 @@ WITH target AS (
     record_id,
     atom_id,
     w,
-    SUM(w) OVER (PARTITION BY record_id) AS total
+    CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
   FROM ranked
   WHERE
     k <= 3
@@ -47,13 +47,17 @@ WITH target AS (
   SELECT
     record_id,
     atom_id,
-    CAST(CASE
-      WHEN total > 16777216
+    CASE
+      WHEN total <= 16777216
+      THEN w
+      WHEN w <= DIV(9223372036854775807, 16777216)
       THEN DIV((
-        CAST(w AS DECIMAL(38, 0)) * 16777216
+        w * 16777216
       ), total)
-      ELSE w
-    END AS BIGINT) AS v
+      ELSE CAST(DIV((
+        CAST(w AS DECIMAL(38, 0)) * 16777216
+      ), total) AS BIGINT)
+    END AS v
   FROM kept
 )
 SELECT

@@ -39,7 +39,7 @@ WITH target AS (
     record_id,
     atom_id,
     w,
-    SUM(w) OVER (PARTITION BY record_id) AS total
+    CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
   FROM ranked
   WHERE
     k <= 3
@@ -47,9 +47,32 @@ WITH target AS (
   SELECT
     record_id,
     atom_id,
-    CAST(CASE
-      WHEN total > 16777216
+    CASE
+      WHEN total <= 16777216
+      THEN w
+      WHEN w <= CAST((
+        (
+          9223372036854775807
+        ) - (
+          (
+            9223372036854775807
+          ) % 16777216
+        )
+      ) / 16777216 AS DECIMAL(38, 0))
       THEN CAST((
+        (
+          (
+            w * 16777216
+          )
+        ) - (
+          (
+            (
+              w * 16777216
+            )
+          ) % total
+        )
+      ) / total AS DECIMAL(38, 0))
+      ELSE CAST(CAST((
         (
           (
             CAST(w AS DECIMAL(38, 0)) * 16777216
@@ -61,9 +84,8 @@ WITH target AS (
             )
           ) % total
         )
-      ) / total AS DECIMAL(38, 0))
-      ELSE w
-    END AS BIGINT) AS v
+      ) / total AS DECIMAL(38, 0)) AS BIGINT)
+    END AS v
   FROM kept
 )
 SELECT

@@ -13,6 +13,7 @@ WITH target AS (
 ), cleaned AS (
   SELECT
     a.record_id,
+    t.user_id,
     a.atom_id,
     MAX(
       CASE
@@ -32,10 +33,12 @@ WITH target AS (
     COALESCE(a.weight >= 0.05, FALSE)
   GROUP BY
     a.record_id,
+    t.user_id,
     a.atom_id
 ), ranked AS (
   SELECT
     record_id,
+    user_id,
     atom_id,
     w,
     ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC NULLS LAST) AS k
@@ -45,52 +48,60 @@ WITH target AS (
 ), kept AS (
   SELECT
     record_id,
+    user_id,
     atom_id,
     w,
-    SUM(w) OVER (PARTITION BY record_id) AS total
+    CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
   FROM ranked
   WHERE
     k <= 5
 ), record_vectors AS (
   SELECT
     record_id,
+    user_id,
     atom_id,
-    CAST(CASE
-      WHEN total > 16777216
+    CASE
+      WHEN total <= 16777216
+      THEN w
+      WHEN w <= 9223372036854775807 DIV 16777216
       THEN (
-        CAST(w AS DECIMAL(38, 0)) * 16777216
+        w * 16777216
       ) DIV total
-      ELSE w
-    END AS BIGINT) AS v
+      ELSE CAST((
+        CAST(w AS DECIMAL(38, 0)) * 16777216
+      ) DIV total AS BIGINT)
+    END AS v
   FROM kept
 ), user_vectors AS (
   SELECT
-    t.user_id,
-    r.atom_id,
-    CAST(SUM(r.v) AS DECIMAL(38, 0)) AS u
-  FROM record_vectors AS r
-  JOIN target AS t
-    ON t.record_id = r.record_id
+    user_id,
+    atom_id,
+    CAST(SUM(v) AS BIGINT) AS u
+  FROM record_vectors
   GROUP BY
-    t.user_id,
-    r.atom_id
+    user_id,
+    atom_id
 ), user_totals AS (
   SELECT
     user_id,
     atom_id,
     u,
-    SUM(u) OVER (PARTITION BY user_id) AS total
+    CAST(SUM(u) OVER (PARTITION BY user_id) AS BIGINT) AS total
   FROM user_vectors
 )
 SELECT
   atom_id,
   CAST(SUM(
     CASE
-      WHEN total > 41943040
+      WHEN total <= 41943040
+      THEN u
+      WHEN u <= 9223372036854775807 DIV 41943040
       THEN (
-        CAST(u AS DECIMAL(38, 0)) * 41943040
+        u * 41943040
       ) DIV total
-      ELSE u
+      ELSE CAST((
+        CAST(u AS DECIMAL(38, 0)) * 41943040
+      ) DIV total AS BIGINT)
     END
   ) AS DECIMAL(38, 0)) AS mass
 FROM user_totals
