@@ -173,12 +173,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def local_llm():
-    """Start `python -m llama_cpp.server` on 127.0.0.1 and stop it by its PID."""
-    reason = local_llm_skip_reason()
-    if reason:
-        pytest.skip(reason)
+@contextlib.contextmanager
+def llama_server(start_timeout: float = 120.0):
+    """`python -m llama_cpp.server` with the SmolLM2 model on 127.0.0.1 (a free port),
+    stopped by its PID; yields the OpenAI-compatible base URL. Raises RuntimeError."""
     port = _free_port()
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama_server_{port}.log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
@@ -186,17 +184,17 @@ def local_llm():
                              "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + start_timeout
         while time.time() < deadline:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
+                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
             try:
                 urllib.request.urlopen(base + "/models", timeout=2).read()
                 break
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail("llama_cpp.server did not start within 120 s")
+            raise RuntimeError(f"llama_cpp.server did not start within {start_timeout:.0f} s")
         yield base
     finally:
         os.kill(proc.pid, signal.SIGTERM)
@@ -206,6 +204,19 @@ def local_llm():
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def local_llm():
+    """The local model server for a test module."""
+    reason = local_llm_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        with llama_server() as base:
+            yield base
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 # ---------------------------------------------------------------- a real pipeline plan with a canary
