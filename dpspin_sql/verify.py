@@ -409,7 +409,7 @@ def _merge_list_clauses(masked, clauses, mentions):
 _UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
                                       "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
 _TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if w != "_"}
-_SCALES = {"hundred": 100, "thousand": 1000}
+_SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000}
 _ORDINALS = {w: i + 1 for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
                                               "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
                                               "nineteenth twentieth".split())}
@@ -596,6 +596,7 @@ class _Checker:
         self.comparisons()
         self.ranks()
         self.bins()
+        self.quantifiers()
         self.numbers()
         if self.require_theme and plan_has_atoms(self.plan) and not self.mentions:
             self.out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
@@ -614,6 +615,34 @@ class _Checker:
 
     def is_consumed(self, s, e):
         return any(a <= s and e <= b for a, b in self.consumed)
+
+    # --- quantifiers over the records ---------------------------------
+    _POPULATION = (r"(?:consumers?|complaints?|customers?|reviewers?|reviews?|users?|people|persons?|guests?|"
+                   r"diners?|respondents?|records?|tickets?|clients?|borrowers?|patients?|buyers?|shoppers?|"
+                   r"visitors?|members?|complainants?)")
+    _QUANT = re.compile(r"\b(?P<q>most|almost\s+all|nearly\s+all|virtually\s+all|all|every|each|none|no)"
+                        r"(?:\s+of)?(?:\s+(?:the|these|those))?(?:\s+[a-z-]+)?\s+" + _POPULATION + r"\b"
+                        r"|\b(?P<u>everyone|everybody|nobody|no\s+one)\b", re.I)
+
+    def quantifiers(self):
+        """"Most customers…", "every consumer…", "nobody…" claim a share of the records. A
+        plan can back "most" (support above one half) or "almost all" (at least 0.9) with a
+        released support value of an atom named in the same sentence; it never backs a
+        universal claim (all / every / none), which would need every record."""
+        sentences = _sentences(self.masked)
+        for m in self._QUANT.finditer(self.masked):
+            q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
+            need = {"most": 0.5, "almost all": 0.9, "nearly all": 0.9, "virtually all": 0.9}.get(q)
+            s, e = next(((a, b) for a, b in sentences if a <= m.start() < b), (0, len(self.masked)))
+            supports = [self.atom(a).get("support") for x in self.mentions if s <= x.start < e for a in x.atoms]
+            if need is not None and any(v is not None and v > need for v in supports):
+                self.consume(m.start(), m.end())
+                continue
+            why = ("a universal claim about the records that no plan can support" if need is None else
+                   f"a claim that more than {need:.0%} of the records share a theme, which no released "
+                   "support value in this sentence backs")
+            self.add("unsupported_number", m.start(), m.end(), f'"{m.group(0)}" is {why}')
+            self.consume(m.start(), m.end())
 
     # --- comparisons -------------------------------------------------
     _GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w-]+){0,3}?\s+than\b"
