@@ -1,7 +1,7 @@
 """`dpspin sql`: run a DP-SPIN SQL statement, or print its enforced sketch for another engine.
 
     dpspin sql --db FILE "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) ..." --out PLAN.json
-    dpspin sql --db FILE -f query.sql [--engine duckdb|spark]
+    dpspin sql --db FILE -f query.sql [--engine duckdb|spark|postgres --pg-dsn DSN]
     dpspin sql --dialect spark|bigquery|snowflake|trino|postgres|duckdb --emit-sketch "…"
 
 Refusals (audit, budget) exit 1 and write no plan; unparseable SQL and bad options exit 2.
@@ -27,7 +27,9 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
         dialect: Optional[str] = typer.Option(None, "--dialect",
                                               help="duckdb|spark|bigquery|snowflake|trino|postgres (with --emit-sketch)."),
         emit: bool = typer.Option(False, "--emit-sketch", help="Print the enforced sketch query; run nothing."),
-        engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark: where the sketch is computed."),
+        engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark | postgres: where the sketch is computed."),
+        pg_dsn: Optional[str] = typer.Option(None, "--pg-dsn", envvar="DPSPIN_PG_DSN",
+                                             help="PostgreSQL connection string (engine postgres)."),
         spark_assign: str = typer.Option("auto", "--spark-assign",
                                          help="auto | scorer | table: assign on Spark with the saved scorer, "
                                               "or read the stored assignments (auto: scorer if one is saved)."),
@@ -51,7 +53,8 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     con = store.connect(db)
     try:
         kwargs = {"dataset": dataset} if dataset else {}
-        plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, **kwargs)
+        plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
+                               **kwargs)
         if quiet:
             typer.echo(str(out_path))
             return

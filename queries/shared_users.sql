@@ -7,4 +7,4 @@ SELECT count(*) FROM (
     WHERE user_id IS NOT NULL
     GROUP BY user_id
     HAVING bool_or(split = 'aux') AND bool_or(split <> 'aux')
-);
+) AS shared;

@@ -19,7 +19,7 @@ from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.rewrite import params
 from dpspin_sql.sql.transpile import sketch_sql
 
-ENGINES = ("duckdb", "spark")
+ENGINES = ("duckdb", "spark", "postgres")
 
 
 def release_config(audited: Audited, m: int | None = None):
@@ -59,13 +59,14 @@ def duckdb_sketch(con: duckdb.DuckDBPyConnection, audited: Audited) -> Sketch:
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | None = None, *,
             engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, spark=None,
-            spark_assign: str = "auto"):
+            spark_assign: str = "auto", pg=None, pg_dsn: str | None = None):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
     Raises BadInput (unparseable, bad store), AuditRefusal (unsafe statement) or
     BudgetExceeded; in every one of those cases no plan is written and nothing is charged.
     `engine="spark"` computes the sketch on Spark (`spark` session, or a local one);
-    `spark_assign` is auto | scorer | table (see dpspin_sql.spark).
+    `spark_assign` is auto | scorer | table (see dpspin_sql.spark). `engine="postgres"`
+    computes it on a PostgreSQL server (`pg` connection or `pg_dsn`) holding the tables.
     """
     from dpspin_sql.atoms import current_atoms
     from dpspin_sql.pipeline import release_and_charge
@@ -84,6 +85,13 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
         from dpspin_sql.spark import spark_sketch
 
         sketch = spark_sketch(con, audited, spark=spark, assign=spark_assign)
+    elif engine == "postgres":
+        from dpspin_sql import postgres
+
+        postgres.check_filters(audited)
+        if pg is None and not pg_dsn:
+            raise BadInput("the postgres engine needs --pg-dsn (or DPSPIN_PG_DSN)")
+        sketch = postgres.postgres_sketch(pg or postgres.connect(pg_dsn), audited)
     else:
         sketch = duckdb_sketch(con, audited)
     return release_and_charge(con, config, sketch, out_path=out_path, atoms=atoms, dataset=dataset,

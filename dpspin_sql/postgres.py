@@ -1,0 +1,73 @@
+"""The sketch on a PostgreSQL server, where a warehouse keeps the data.
+
+The server holds `records`, `assignments` and `atoms` in the store's shape; the
+enforced sketch query, transpiled to PostgreSQL from the same `queries/sketch_*.sql`,
+runs there and only the m (atom_id, mass) rows come back. The release, the public
+dictionary and the ledger stay in the curator's DuckDB store.
+
+PostgreSQL has no TRY: a WHERE filter that can raise on one record's value would make
+the query's success an answer about that record. So this engine admits only filters
+that compare columns with literals — no functions, casts, arithmetic or patterns —
+which cannot fail on any row; anything else is refused before the server is touched.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dpspin_sql import queries
+from dpspin_sql.errors import BadInput
+from dpspin_sql.sketch import Sketch, align, target_facts
+from dpspin_sql.sql.audit import Audited
+from dpspin_sql.sql.errors import refuse
+from dpspin_sql.sql.transpile import sketch_sql
+
+_SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
+                      exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In)
+
+
+def connect(dsn: str):
+    """A psycopg connection (the `postgres` extra)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise BadInput("the postgres engine needs psycopg: pip install 'dpspin-sql[postgres]'") from None
+    try:
+        return psycopg.connect(dsn, autocommit=True)
+    except psycopg.Error as exc:
+        raise BadInput(f"cannot connect to PostgreSQL ({type(exc).__name__})") from None
+
+
+def check_filters(audited: Audited) -> None:
+    """Refuse filters that could raise on PostgreSQL (see the module docstring)."""
+    for term in (audited.records_filter, audited.assignments_filter):
+        for node in term.walk() if term is not None else ():
+            if not isinstance(node, _SAFE_FILTER_NODES):
+                refuse(f"on the postgres engine a WHERE filter may only compare columns with literals "
+                       f"({node.key.upper()} could fail on one record's value, and PostgreSQL has no TRY)", node)
+
+
+def postgres_sketch(pg, audited: Audited) -> Sketch:
+    """The enforced sketch of an audited statement, computed by PostgreSQL."""
+    import psycopg
+
+    check_filters(audited)
+    try:
+        atom_ids, n_records, n_units = target_facts(pg, audited.unit)
+        rows = pg.execute(sketch_sql(audited, "postgres", pretty=False)).fetchall()
+    except psycopg.Error:
+        raise BadInput("the sketch query failed on PostgreSQL") from None  # never the server's message
+    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=audited.unit, K=audited.K, B=audited.B,
+                  n_records=n_records, n_users=n_units)
+
+
+def copy_store(con, pg) -> dict[str, int]:
+    """Copy a store's records, assignments and atoms to a PostgreSQL server (replacing them)."""
+    pg.execute(queries.load("pg_schema"))
+    counts = {}
+    for table in ("records", "assignments", "atoms"):
+        rows = con.execute(queries.load(f"export_{table}")).fetchall()
+        with pg.cursor().copy(queries.load(f"pg_copy_{table}")) as copy:
+            for row in rows:
+                copy.write_row(row)
+        counts[table] = len(rows)
+    return counts

@@ -1,0 +1,1 @@
+SELECT record_id, atom_id, weight FROM assignments;

@@ -1,0 +1,1 @@
+SELECT atom_id, label, description FROM atoms;

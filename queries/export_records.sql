@@ -1,0 +1,1 @@
+SELECT record_id, user_id, text, split, CAST(metadata AS VARCHAR) FROM records;

@@ -1,0 +1,1 @@
+COPY assignments (record_id, atom_id, weight) FROM STDIN

@@ -1,0 +1,1 @@
+COPY atoms (atom_id, label, description) FROM STDIN

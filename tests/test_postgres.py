@@ -1,0 +1,140 @@
+"""The PostgreSQL engine against a real server started here (initdb + pg_ctl on
+127.0.0.1, stopped at the end): the sketch computed by PostgreSQL equals DuckDB's
+exactly, hostile assignment rows included; releases charge the ledger; filters that
+could raise on PostgreSQL (no TRY) are refused."""
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpspin_sql import ledger, store
+from dpspin_sql.errors import AuditRefusal
+from dpspin_sql.sql import audit_statement, run_sql
+from dpspin_sql.sql.run import duckdb_sketch
+from test_sql_run import build_store, stmt
+
+pytestmark = pytest.mark.postgres
+
+
+def _pg_bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def _as_postgres_user() -> list[str]:
+    """initdb and postgres refuse to run as root: run them as the `postgres` user then."""
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+@pytest.fixture(scope="module")
+def pg_dsn():
+    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[postgres]')")
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not initdb or not pg_ctl:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    work = Path(tempfile.mkdtemp(prefix="dpspin-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(work, "postgres")
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = work / "data"
+    subprocess.run([*_as_postgres_user(), initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
+                   check=True, capture_output=True)
+    subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-l", str(work / "log"), "-w", "-o",
+                    f"-p {port} -k {work} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True)
+    try:
+        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        psycopg.connect(dsn).close()
+        yield dsn
+    finally:
+        subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
+                       capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, pg_dsn) -> Path:
+    from dpspin_sql import postgres
+
+    path = build_store(tmp_path_factory.mktemp("pg") / "template.duckdb")
+    con = store.connect(path)
+    with contextlib.closing(postgres.connect(pg_dsn)) as pg:
+        counts = postgres.copy_store(con, pg)
+    con.close()
+    assert counts["assignments"] > counts["records"] > 0
+    return path
+
+
+@pytest.fixture()
+def con(template, tmp_path):
+    path = tmp_path / "store.duckdb"
+    shutil.copy(template, path)
+    c = store.connect(path)
+    yield c
+    c.close()
+
+
+@pytest.fixture()
+def pg(pg_dsn):
+    from dpspin_sql import postgres
+
+    with contextlib.closing(postgres.connect(pg_dsn)) as c:
+        yield c
+
+
+@pytest.mark.parametrize("unit, K, B, where", [
+    ("record", 3, 1.0, ""),
+    ("record", 1, 1.0, "split = 'target'"),
+    ("user", 3, 1.0, "split = 'target'"),
+    ("user", 2, 2.5, "user_id <> 'u0001' AND weight >= 0.2"),
+    ("user", 5, 0.3, ""),
+])
+def test_postgres_sketch_equals_duckdb_exactly(con, pg, unit, K, B, where):
+    from dpspin_sql.postgres import postgres_sketch
+
+    audited = audit_statement(stmt(unit=unit, K=K, B=B, where=where))
+    ours, theirs = postgres_sketch(pg, audited), duckdb_sketch(con, audited)
+    assert ours.mass.sum() > 0
+    np.testing.assert_array_equal(ours.mass, theirs.mass)
+    assert (ours.n_records, ours.n_users) == (theirs.n_records, theirs.n_users)
+
+
+def test_run_sql_on_postgres_releases_and_charges(con, pg, tmp_path):
+    plan = run_sql(con, stmt(unit="user"), tmp_path / "plan.json", engine="postgres", pg=pg)
+    assert (tmp_path / "plan.json").exists() and plan.unit == "user"
+    assert ledger.status(con).epsilon_spent == pytest.approx(0.5)
+    assert ledger.status(con).releases[-1]["params"]["engine"] == "postgres"
+
+
+@pytest.mark.parametrize("where", [
+    "lower(text) LIKE '%refund%'",                   # a function
+    "TRY_CAST(user_id AS INTEGER) > 3",              # a cast
+    "weight * 2 > 1",                                # arithmetic
+    "metadata->>'$.product' = 'Mortgage'",           # JSON parsing of a record's value
+])
+def test_filters_that_could_raise_on_postgres_are_refused(con, pg, tmp_path, where):
+    with pytest.raises(AuditRefusal, match="postgres engine"):
+        run_sql(con, stmt(unit="user", where=where), tmp_path / "plan.json", engine="postgres", pg=pg)
+    assert not (tmp_path / "plan.json").exists() and ledger.status(con).epsilon_spent == 0
+
+
+def test_cli_postgres_engine(con, pg_dsn, tmp_path, capsys):
+    from dpspin_sql import cli
+
+    db = Path(con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()")
+              .fetchall()[0][0])
+    con.close()
+    rc = cli.run(["sql", "--db", str(db), "--engine", "postgres", "--pg-dsn", pg_dsn, "-q",
+                  "--out", str(tmp_path / "p.json"), stmt(unit="record")])
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / "p.json").exists()
