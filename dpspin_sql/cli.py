@@ -171,6 +171,7 @@ for _module, _args in (("dpspin_sql.cli_atoms", (app, atoms_app)), ("dpspin_sql.
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (for tests and embedding)."""
+    already_open = store.open_connections()
     try:
         rc = app(args=argv, prog_name="dpspin", standalone_mode=False)
     except DpspinError as exc:
@@ -189,11 +190,11 @@ def run(argv: list[str] | None = None) -> int:
             return exc.exit_code
         if os.environ.get("DPSPIN_DEBUG"):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        _one_line(f"internal error: {type(exc).__name__}: {first} (set DPSPIN_DEBUG=1 for a traceback)")
+        # the type only: an unexpected engine message could quote a protected value
+        _one_line(f"internal error: {type(exc).__name__} (set DPSPIN_DEBUG=1 for a traceback)")
         return 3
     finally:
-        store.close_all()
+        store.close_all(except_for=already_open)
     return rc if isinstance(rc, int) else 0
 
 

@@ -18,7 +18,7 @@ from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, diction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.plan import Plan, dictionary_sidecar, make_plan, write_json_atomic
 from dpspin_sql.release import Mechanism, ReleaseConfig, config_dict, make_mechanism
-from dpspin_sql.sketch import Sketch, compute_sketch
+from dpspin_sql.sketch import SCALE, Sketch, compute_sketch
 
 
 def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sketch: Sketch | None = None,
@@ -38,8 +38,8 @@ def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sk
     out = _check_out_path(out_path)
     if mechanism is None:
         mechanism = make_mechanism(config, len(atoms))
-    elif mechanism.config != config or mechanism.m != len(atoms):
-        raise BadInput("the mechanism was built for another configuration")
+    else:
+        mechanism.check(config, len(atoms))
     eps, delta = mechanism.cost
     ledger.check(con, eps, delta, dataset)
     if sketch is None:
@@ -77,6 +77,8 @@ def _check_out_path(out_path) -> Path | None:
 
 
 def _check_sketch(sketch: Sketch, config: ReleaseConfig, atoms: list[Atom]) -> None:
+    if sketch.scale != SCALE:
+        raise BadInput("the sketch is not in the release's fixed-point units")
     if sketch.unit != config.unit or sketch.K != config.K or (config.unit == "user" and sketch.B != config.B):
         raise BadInput("the sketch was computed with other bounds (unit, K, B) than the release claims")
     if [int(a) for a in sketch.atom_ids] != [a.atom_id for a in atoms]:

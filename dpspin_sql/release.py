@@ -98,7 +98,7 @@ class ReleaseConfig:
         return self
 
 
-@dataclass
+@dataclass(frozen=True)
 class MeasurementPart:
     """One OpenDP measurement of a release, with the d_in its cost is evaluated at."""
 
@@ -125,11 +125,11 @@ class NoisyRelease:
     noisy_mass: list[float]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Mechanism:
     config: ReleaseConfig
     m: int
-    parts: list[MeasurementPart]
+    parts: tuple[MeasurementPart, ...]
     noise_scale: float            # of the released values, in mass units
     noise_kind: str               # "laplace" | "gaussian"
     scale: int = SCALE
@@ -139,6 +139,22 @@ class Mechanism:
     def cost(self) -> tuple[float, float]:
         """Basic sequential composition of the parts' OpenDP maps."""
         return math.fsum(p.epsilon for p in self.parts), math.fsum(p.delta for p in self.parts)
+
+    def check(self, config: ReleaseConfig, m: int, scale: int = SCALE) -> None:
+        """Refuse a mechanism that is not what `config` calls for over an m-atom sketch in
+        units of 1/scale: a caller-supplied (cached) mechanism must carry the config, the
+        fixed-point scale and SPEC §2's d_in, and its charged cost must be what each
+        measurement's own map says at that d_in."""
+        if self.config != config or self.m != m or self.scale != scale or scale != SCALE:
+            raise BadInput("the mechanism was built for another configuration or fixed-point scale")
+        bound_fix = scale if config.unit == "record" else fixed_bound(config.B, scale)
+        d_in = fixed_point_d_in(config.unit, config.adjacency, bound_fix)
+        expected = {"laplace": d_in.l1, "gaussian": d_in.l2, "noisy_top_k": d_in.linf}
+        for p in self.parts:
+            out = p.measurement.map(p.d_in)
+            eps, delta = out if isinstance(out, tuple) else (out, 0.0)
+            if p.d_in != int(expected[p.name]) or (float(eps), float(delta)) != (p.epsilon, p.delta):
+                raise BadInput(f"the {p.name} measurement does not match its d_in or its charged cost")
 
     def audit_records(self) -> list[dict]:
         return [p.audit_record() for p in self.parts]
@@ -211,16 +227,16 @@ def _make_mechanism(config: ReleaseConfig, m: int, scale: int) -> Mechanism:
 
     if config.mechanism == "laplace":
         part = _laplace(domain, int(d_in.l1), eps)
-        return Mechanism(config, m, [part], part.noise_scale / scale, "laplace", scale)
+        return Mechanism(config, m, (part,), part.noise_scale / scale, "laplace", scale)
     if config.mechanism == "gaussian":
         part = _gaussian(domain, int(d_in.l2), eps, delta, config.calibration, sensitivity_l2=d_in.l2)
-        return Mechanism(config, m, [part], part.noise_scale / scale, "gaussian", scale)
+        return Mechanism(config, m, (part,), part.noise_scale / scale, "gaussian", scale)
     eps_sel = eps * config.selection_fraction
     eps_val = eps - eps_sel
     monotonic = config.adjacency == "add_drop"
     select = _top_k(domain, int(d_in.linf), eps_sel, config.L, monotonic)
     values = _gaussian(domain, int(d_in.l2), eps_val, delta, config.calibration, sensitivity_l2=d_in.l2)
-    return Mechanism(config, m, [select, values], values.noise_scale / scale, "gaussian", scale,
+    return Mechanism(config, m, (select, values), values.noise_scale / scale, "gaussian", scale,
                      extra={"selection_epsilon": select.epsilon, "value_epsilon": values.epsilon,
                             "selection_scale": select.noise_scale / scale, "monotonic": monotonic})
 

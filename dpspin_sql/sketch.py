@@ -103,7 +103,10 @@ def check_user_level(con: duckdb.DuckDBPyConnection, n_without_user: int) -> Non
     """A user-level release needs a user id on every target record and a user-disjoint split."""
     if n_without_user:
         raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
-    shared = first_row(con.execute(queries.load("shared_users")))[0]
+    shared, aux_without_user = first_row(con.execute(queries.load("shared_users")))
+    if aux_without_user:
+        raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot tell "
+                       "whether their authors are among the protected users")
     if shared:
         raise BadInput(f"{shared} user(s) have records in both the auxiliary and the target split; a user-level "
                        "release needs a user-disjoint split (dpspin split --unit user)")

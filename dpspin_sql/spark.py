@@ -121,13 +121,12 @@ def apply_filters(spark, audited: Audited, records_df, assignments_df):
 
 def sketch_from_frames(spark, audited: Audited, records_df, assignments_df, atoms_df) -> list[tuple[int, int]]:
     """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
-    audited, records_df, assignments_df = apply_filters(spark, audited, records_df, assignments_df)
-    records_df.createOrReplaceTempView("records")
-    assignments_df.createOrReplaceTempView("assignments")
-    atoms_df.createOrReplaceTempView("atoms")
-    query = sketch_sql(audited, "spark", pretty=False)
     try:
-        return [(int(r[0]), int(r[1])) for r in spark.sql(query).collect()]
+        audited, records_df, assignments_df = apply_filters(spark, audited, records_df, assignments_df)
+        records_df.createOrReplaceTempView("records")
+        assignments_df.createOrReplaceTempView("assignments")
+        atoms_df.createOrReplaceTempView("atoms")
+        return [(int(r[0]), int(r[1])) for r in spark.sql(sketch_sql(audited, "spark", pretty=False)).collect()]
     except Exception:  # never the engine's message: it can quote protected values
         raise BadInput("the sketch query failed on Spark") from None
     finally:

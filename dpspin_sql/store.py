@@ -39,12 +39,18 @@ def connect(path: str | Path, *, create: bool = False, read_only: bool = False) 
     return con
 
 
-def close_all() -> None:
-    """Close every store this process opened (the CLI calls it when a command ends, so a
-    failed command never leaves the file locked for the next one in the same process)."""
+def open_connections() -> set:
+    return set(_OPEN)
+
+
+def close_all(except_for: set = frozenset()) -> None:
+    """Close the stores opened since `except_for` was taken (the CLI calls it when a command
+    ends, so a failed command never leaves a file locked for the next one in the same
+    process, while an embedding caller's own connections stay open)."""
     for con in list(_OPEN):
-        con.close()
-    _OPEN.clear()
+        if con not in except_for:
+            con.close()
+            _OPEN.discard(con)
 
 
 @contextmanager

@@ -617,30 +617,45 @@ class _Checker:
         return any(a <= s and e <= b for a, b in self.consumed)
 
     # --- quantifiers over the records ---------------------------------
-    _POPULATION = (r"(?:consumers?|complaints?|customers?|reviewers?|reviews?|users?|people|persons?|guests?|"
-                   r"diners?|respondents?|records?|tickets?|clients?|borrowers?|patients?|buyers?|shoppers?|"
-                   r"visitors?|members?|complainants?)")
-    _QUANT = re.compile(r"\b(?P<q>most|almost\s+all|nearly\s+all|virtually\s+all|all|every|each|none|no)"
-                        r"(?:\s+of)?(?:\s+(?:the|these|those))?(?:\s+[a-z-]+)?\s+" + _POPULATION + r"\b"
-                        r"|\b(?P<u>everyone|everybody|nobody|no\s+one)\b", re.I)
+    _POPULATION = (r"(?:consumers?|complaints?|complainers?|customers?|reviewers?|reviews?|users?|people|"
+                   r"persons?|guests?|diners?|respondents?|records?|tickets?|clients?|borrowers?|patients?|"
+                   r"buyers?|shoppers?|visitors?|members?|complainants?|them)")
+    _RANK_ADJ = r"(?:common|frequent|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised|often)"
+    _MODIFIER = r"(?:\s+(?!(?:themes?|topics?|atoms?|categories|category|issues?|items?|plan)\b)[a-z'-]+){0,3}?"
+    _QUANT = re.compile(
+        r"\b(?P<q>most(?!\s+" + _RANK_ADJ + r")|more\s+than\s+half|over\s+half|(?:the\s+|a\s+)?vast\s+majority"
+        r"|(?:the\s+)?bulk|almost\s+all|nearly\s+all|virtually\s+all|all|every|each|none|no)"
+        r"(?:\s+of)?(?:\s+(?:the|these|those|our|their))?" + _MODIFIER + r"\s+" + _POPULATION + r"\b"
+        r"|\b(?P<u>everyone|everybody|nobody|no\s+one|universally|without\s+exception|(?:near|nearly)[\s-]universal)\b",
+        re.I)
+    _METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
+                         r"counts?\s+at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+    _NEED = {"most": 0.5, "more than half": 0.5, "over half": 0.5, "vast majority": 0.75, "the vast majority": 0.75,
+             "a vast majority": 0.75, "bulk": 0.5, "the bulk": 0.5, "almost all": 0.9, "nearly all": 0.9,
+             "virtually all": 0.9}
 
     def quantifiers(self):
         """"Most customers…", "every consumer…", "nobody…" claim a share of the records. A
-        plan can back "most" (support above one half) or "almost all" (at least 0.9) with a
-        released support value of an atom named in the same sentence; it never backs a
-        universal claim (all / every / none), which would need every record."""
+        plan can back "most" / "more than half" (support above one half), "the vast
+        majority" (above 0.75) or "almost all" (above 0.9) with the released support of an
+        atom named in the same clause; it never backs a universal claim (all / every /
+        none / universally), which would need every record. Sentences about the method
+        itself ("no individual customer can be identified") are not claims about the data."""
         sentences = _sentences(self.masked)
         for m in self._QUANT.finditer(self.masked):
             q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
-            need = {"most": 0.5, "almost all": 0.9, "nearly all": 0.9, "virtually all": 0.9}.get(q)
             s, e = next(((a, b) for a, b in sentences if a <= m.start() < b), (0, len(self.masked)))
-            supports = [self.atom(a).get("support") for x in self.mentions if s <= x.start < e for a in x.atoms]
-            if need is not None and any(v is not None and v > need for v in supports):
+            if self._METHOD.search(self.text[s:e]):
+                continue
+            need = self._NEED.get(q)
+            cs, ce = next(((a, b) for a, b in _clauses(self.masked, s, e) if a <= m.start() < b), (s, e))
+            supports = [self.atom(a).get("support") for x in self.mentions if cs <= x.start < ce for a in x.atoms]
+            if need is not None and supports and all(v is not None and v > need for v in supports):
                 self.consume(m.start(), m.end())
                 continue
             why = ("a universal claim about the records that no plan can support" if need is None else
                    f"a claim that more than {need:.0%} of the records share a theme, which no released "
-                   "support value in this sentence backs")
+                   "support value of the theme it is about backs")
             self.add("unsupported_number", m.start(), m.end(), f'"{m.group(0)}" is {why}')
             self.consume(m.start(), m.end())
 

@@ -159,6 +159,9 @@ def test_cast_in_a_filter_is_refused(con, tmp_path):
 @pytest.mark.parametrize("where", [
     "regexp_matches(text, text)",                   # a pattern read from the data
     "regexp_matches(text, lower(text))",
+    "'abc' LIKE text",                              # fails when a record's text ends with the escape
+    "'' LIKE substring(text, 1, 1) ESCAPE '!'",     # the review's one-bit oracle shape
+    "'x' ILIKE upper(text)",
 ])
 def test_data_dependent_patterns_are_refused(con, tmp_path, where):
     with pytest.raises(AuditRefusal, match="literal"):
@@ -240,3 +243,24 @@ def test_cli_emit_sketch_prints_the_enforced_query(capsys, dialect, marker):
     assert cli("sql", "--emit-sketch", "--dialect", dialect, EXAMPLE) == 0
     out = capsys.readouterr().out
     assert out.startswith("WITH target AS") and marker in out and out.rstrip().endswith(";")
+
+
+def test_a_mechanism_for_another_scale_is_refused(con, tmp_path):
+    """A caller-supplied mechanism must match the config, the fixed-point scale and its
+    charged cost; one calibrated for scale 1 would add almost no noise to 2^24 units."""
+    from dpspin_sql.pipeline import release_and_charge
+    from dpspin_sql.release import ReleaseConfig, make_mechanism
+
+    cfg = ReleaseConfig(mechanism="laplace", epsilon=1.0, unit="user", L=3)
+    sketch = compute_sketch(con, "user", K=3, B=1.0)
+    with pytest.raises(BadInput, match="fixed-point scale"):
+        release_and_charge(con, cfg, sketch=sketch, mechanism=make_mechanism(cfg, sketch.m, scale=1))
+    assert ledger.status(con).epsilon_spent == 0
+
+
+def test_user_level_refuses_aux_records_without_a_user(con, tmp_path):
+    con.execute("UPDATE records SET user_id = NULL WHERE record_id IN "
+                "(SELECT record_id FROM records WHERE split = 'aux' LIMIT 2)")
+    with pytest.raises(BadInput, match="2 auxiliary record"):
+        run_sql(con, EXAMPLE, tmp_path / "plan.json")
+    assert run_sql(con, EXAMPLE_RECORD, tmp_path / "plan.json").unit == "record"

@@ -59,6 +59,7 @@ _WHERE_NODES = (
 # Arguments that must be literals: a pattern or path read from the data could be
 # invalid on some rows, and a query that fails on one record is an oracle about it.
 _LITERAL_ARGS = {exp.RegexpLike: ("expression",), exp.Escape: ("expression",),
+                 exp.Like: ("expression",), exp.ILike: ("expression",),   # a bad escape in a pattern raises
                  exp.JSONExtract: ("expression",), exp.JSONExtractScalar: ("expression",)}
 _WHERE_ARGS = {  # node type -> args allowed to be set (keeps e.g. IN (subquery) and IN UNNEST out)
     exp.In: {"this", "expressions", "is_global"},

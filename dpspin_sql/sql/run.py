@@ -89,6 +89,10 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
         from dpspin_sql import postgres
 
         postgres.check_filters(audited)
+        if audited.unit == "user":  # the store's own aux side shaped the dictionary and scorer
+            from dpspin_sql.sketch import check_user_level
+
+            check_user_level(con, 0)
         if pg is None and not pg_dsn:
             raise BadInput("the postgres engine needs --pg-dsn (or DPSPIN_PG_DSN)")
         sketch = postgres.postgres_sketch(pg or postgres.connect(pg_dsn), audited)
