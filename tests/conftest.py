@@ -15,3 +15,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real corpora not available: {SHARED_DATA} is absent (it sits beside the checkout in CI)")
     return SHARED_DATA
+
+
+def open_copy(template: Path, tmp_path: Path):
+    """A connection to a fresh copy of a module's template store (tests mutate it freely);
+    use as `yield from open_copy(template, tmp_path)` in a fixture."""
+    import shutil
+
+    from dpspin_sql import store
+
+    path = tmp_path / "store.duckdb"
+    shutil.copy(template, path)
+    con = store.connect(path)
+    yield con
+    con.close()

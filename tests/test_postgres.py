@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import open_copy
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal
@@ -77,11 +78,7 @@ def template(tmp_path_factory, pg_dsn) -> Path:
 
 @pytest.fixture()
 def con(template, tmp_path):
-    path = tmp_path / "store.duckdb"
-    shutil.copy(template, path)
-    c = store.connect(path)
-    yield c
-    c.close()
+    yield from open_copy(template, tmp_path)
 
 
 @pytest.fixture()

@@ -6,11 +6,11 @@ fitted similarity scorer. Deselect with -m 'not spark'.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import open_copy
 
 pytestmark = pytest.mark.spark
 
@@ -75,13 +75,7 @@ def amazon(tmp_path_factory) -> Path:
 @pytest.fixture()
 def con(amazon, tmp_path):
     """A copy of the clean store: its assignments are exactly what the saved scorer gives."""
-    from dpspin_sql import store
-
-    path = tmp_path / "store.duckdb"
-    shutil.copy(amazon, path)
-    con = store.connect(path)
-    yield con
-    con.close()
+    yield from open_copy(amazon, tmp_path)
 
 
 @pytest.fixture()

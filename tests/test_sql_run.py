@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import open_copy
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal, BadInput, BudgetExceeded
@@ -60,11 +61,7 @@ def template(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def con(template, tmp_path):
-    path = tmp_path / "store.duckdb"
-    shutil.copy(template, path)
-    con = store.connect(path)
-    yield con
-    con.close()
+    yield from open_copy(template, tmp_path)
 
 
 def stmt(*, unit="user", K=3, B=1.0, where="", mechanism="gaussian") -> str:
