@@ -7,6 +7,7 @@ or any plan exists; only then does the mechanism see the sketch.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +18,7 @@ from dpspin_sql import ledger
 from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, dictionary_hash
 from dpspin_sql.errors import BadInput
 from dpspin_sql.plan import Plan, dictionary_sidecar, make_plan, write_json_atomic
-from dpspin_sql.release import Mechanism, ReleaseConfig, config_dict, make_mechanism
+from dpspin_sql.release import Mechanism, ReleaseConfig, make_mechanism
 from dpspin_sql.sketch import SCALE, Sketch, compute_sketch
 
 
@@ -47,7 +48,7 @@ def release_and_charge(con: duckdb.DuckDBPyConnection, config: ReleaseConfig, sk
     _check_sketch(sketch, config, atoms)
     dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this
-    params = config_dict(config) | {"m": len(atoms), "dictionary": dictionary_id} | (extra_params or {})
+    params = asdict(config) | {"m": len(atoms), "dictionary": dictionary_id} | (extra_params or {})
     release_id = ledger.charge(con, eps, delta, mechanism=config.mechanism, params=params,
                                measurements=mechanism.audit_records(),
                                plan_path=str(out) if out else None, dataset=dataset)

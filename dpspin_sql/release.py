@@ -12,7 +12,7 @@ Noise is integer (discrete Laplace / discrete Gaussian) on the int64 sketch in u
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -304,10 +304,6 @@ def comparison_margin(noise_kind: str, noise_scale: float, confidence: float = 0
     return float(optimize.brentq(f, 0.0, 100.0) * noise_scale)
 
 
-def config_dict(config: ReleaseConfig) -> dict:
-    return asdict(config)
-
-
 def _finite(x) -> bool:
     try:
         return math.isfinite(float(x))
@@ -322,12 +318,3 @@ def _check_bins(bins: dict | None) -> None:
         raise BadInput("bins must give exactly 'high' and 'moderate' thresholds")
     if not all(_finite(v) and v >= 0 for v in bins.values()):
         raise BadInput("bin thresholds must be non-negative numbers")
-
-
-def __getattr__(name: str):
-    # `release_and_charge` lives in pipeline.py (it does I/O); offered here for discovery.
-    if name == "release_and_charge":
-        from dpspin_sql.pipeline import release_and_charge
-
-        return release_and_charge
-    raise AttributeError(name)

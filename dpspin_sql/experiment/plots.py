@@ -50,13 +50,7 @@ def plot_utility(rows: list[dict], path: Path, title: str) -> Path:
         if metric != "loss_L":
             ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, axes, title, path)
 
 
 def plot_probe(rows: list[dict], path: Path, title: str) -> Path:
@@ -75,6 +69,11 @@ def plot_probe(rows: list[dict], path: Path, title: str) -> Path:
         ax.set_ylim(-0.02, 1.05)
         ax.set_title(label)
         ax.grid(alpha=0.3)
+    return _finish(fig, axes, title, path)
+
+
+def _finish(fig, axes, title: str, path: Path) -> Path:
+    """Legend, title and file: the same for every figure."""
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(title, fontsize=10)
