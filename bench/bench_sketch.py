@@ -96,7 +96,8 @@ def build_store(path: Path, n_rows: int) -> dict:
 def measure_release(db: str, unit: str) -> dict:
     """Runs in its own process so that the peak RSS is this measurement's alone."""
     from dpspin_sql import store
-    from dpspin_sql.release import ReleaseConfig, make_mechanism
+    from dpspin_sql.mechanisms import make_mechanism
+    from dpspin_sql.request import ReleaseRequest
     from dpspin_sql.sketch import compute_sketch
 
     base = rss_now_mb()
@@ -104,7 +105,7 @@ def measure_release(db: str, unit: str) -> dict:
     t0 = time.perf_counter()
     sk = compute_sketch(con, unit, K=3, B=1.0)
     t1 = time.perf_counter()
-    mech = make_mechanism(ReleaseConfig(mechanism="laplace", epsilon=1.0, unit=unit, B=1.0, K=3, L=TOP_L), sk.m)
+    mech = make_mechanism(ReleaseRequest(mechanism="laplace", epsilon=1.0, unit=unit, K=3, L=TOP_L), sk.m)
     rel = mech.apply(sk.mass)
     t2 = time.perf_counter()
     assert len(rel.admitted) == TOP_L

@@ -57,26 +57,27 @@ def main() -> None:
         sys.exit(f"sample not found: {test_spark.AMAZON}")
 
     from dpspin_sql import store
-    from dpspin_sql.spark import get_session, spark_sketch
+    from dpspin_sql.engines.duckdb import DuckDBEngine
+    from dpspin_sql.engines.spark import SparkEngine, get_session
     from dpspin_sql.sql import audit_statement
-    from dpspin_sql.sql.run import duckdb_sketch
 
     with tempfile.TemporaryDirectory() as tmp:
         path = test_spark.build_amazon_store(Path(tmp) / "amazon.duckdb")
         con = store.connect(path)
         audited = audit_statement(STATEMENT)
+        bounds = audited.request.bounds
         n_records, n_users, n_rows = con.execute(
             "SELECT (SELECT count(*) FROM records WHERE split = 'target'), "
             "(SELECT count(DISTINCT user_id) FROM records WHERE split = 'target'), "
             "(SELECT count(*) FROM assignments)").fetchall()[0]
 
-        duck, duck_cold, duck_warm = timed(lambda: duckdb_sketch(con, audited), args.repeat)
+        duck, duck_cold, duck_warm = timed(lambda: DuckDBEngine(audited.filters).sketch(con, audited.request.bounds), args.repeat)
         start = time.perf_counter()
         spark = get_session("local[2]")
         session_s = time.perf_counter() - start
-        table, table_cold, table_warm = timed(lambda: spark_sketch(con, audited, spark=spark, assign="table"),
+        table, table_cold, table_warm = timed(lambda: SparkEngine(audited.filters, session=spark, assign="table").sketch(con, bounds),
                                               args.repeat)
-        scored, scored_cold, scored_warm = timed(lambda: spark_sketch(con, audited, spark=spark, assign="scorer"),
+        scored, scored_cold, scored_warm = timed(lambda: SparkEngine(audited.filters, session=spark, assign="scorer").sketch(con, bounds),
                                                  args.repeat)
         spark.stop()
         equal = bool(np.array_equal(duck.mass, table.mass) and np.array_equal(duck.mass, scored.mass))

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from dpspin_sql import queries, scorers
+from dpspin_sql import queries, scorers, store
 from dpspin_sql.atoms import current_atoms, current_dictionary_id
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
@@ -69,8 +69,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
 
     `progress(n)` is called after each batch with the number of records just done.
     """
-    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-        raise BadInput(f"-K must be a positive integer, not {K!r}")
+    check_K(K)
     dictionary_id = current_dictionary_id(con)
     if dictionary_id is None:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
@@ -92,11 +91,19 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
                 n_rows += _write(con, ids, rows)
                 if progress is not None:
                     progress(len(ids))
+            store.mark_step(con, "assignments")
     finally:
         reader.close()
     return AssignReport(scorer=fitted.kind, K=int(K), m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
                         n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
+
+
+def check_K(K: int) -> None:
+    """K of the assignment map is the bound the sketch enforces; the request's rule decides."""
+    from dpspin_sql.request import Bounds
+
+    Bounds("record", K)
 
 
 def count_target(con: duckdb.DuckDBPyConnection) -> int:

@@ -29,7 +29,12 @@ class Atom:
 
 def dictionary_hash(atoms: list[Atom]) -> str:
     """sha256 over the public content (id, label, description) in atom_id order."""
-    canon = [[a.atom_id, a.label, a.description or ""] for a in sorted(atoms, key=lambda a: a.atom_id)]
+    return hash_entries({"atom_id": a.atom_id, "label": a.label, "description": a.description} for a in atoms)
+
+
+def hash_entries(entries) -> str:
+    """The dictionary hash of {atom_id, label, description} entries (a plan's sidecar, say)."""
+    canon = sorted([int(e["atom_id"]), str(e["label"]), str(e.get("description") or "")] for e in entries)
     digest = hashlib.sha256(json.dumps(canon, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
     return f"sha256:{digest}"
 

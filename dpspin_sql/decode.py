@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .verify import Verdict, margin_of, plan_dict, verify, verify_claims
+from dpspin_sql.errors import BadInput
+from dpspin_sql.verify import Verdict, margin_of, plan_dict, verify, verify_claims
 
 __all__ = ["LLMConfig", "SummaryResult", "public_view", "template_summary", "summarize",
            "write_summary", "build_feedback", "build_messages", "MAX_ATTEMPTS_LIMIT"]
@@ -230,9 +231,9 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
               llm: LLMConfig | None = None, dictionary=None) -> SummaryResult:
     """Verbalize `plan`; the LLM path retries with feedback, then falls back to the template."""
     if decoder not in ("template", "llm"):
-        raise ValueError(f"unknown decoder {decoder!r} (template|llm)")
+        raise BadInput(f"unknown decoder {decoder!r} (template|llm)")
     if not 0 <= int(max_attempts) <= MAX_ATTEMPTS_LIMIT:
-        raise ValueError(f"max_attempts must be in 0..{MAX_ATTEMPTS_LIMIT}")
+        raise BadInput(f"--max-attempts must be in 0..{MAX_ATTEMPTS_LIMIT}")
     view = public_view(plan)  # from here on only the public view is used
     if decoder == "template":
         text = template_summary(view)
@@ -241,7 +242,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
         return SummaryResult(text, verdict.accepted, [rec], False, "template", int(max_attempts))
     cfg = (llm or LLMConfig()).resolved()
     if not cfg.base_url:
-        raise ValueError("the llm decoder needs a base URL (option or DPSPIN_LLM_BASE_URL / OPENAI_BASE_URL)")
+        raise BadInput("the llm decoder needs a base URL (--base-url or DPSPIN_LLM_BASE_URL / OPENAI_BASE_URL)")
     attempts: list[dict] = []
     history: list[str] = []
     state: dict = {}
@@ -263,7 +264,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
             else:
                 text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
         except Exception as e:  # transport errors count as a rejected attempt
-            from .verify import Violation
+            from dpspin_sql.verify import Violation
             text, verdict = "", Verdict(False, [Violation("decoder_error", "", f"{type(e).__name__}: {e}"[:300])])
         rec.update({"text": text, **verdict.to_dict()})
         if verdict.accepted:
@@ -281,17 +282,17 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
 
 
 def _malformed(raw: str):
-    from .verify import Violation
+    from dpspin_sql.verify import Violation
     return [Violation("malformed_output", raw[:80], 'the answer is not a JSON object with a "claims" list')]
 
 
 def write_summary(result: SummaryResult, out: str | Path | None, attempts_out: str | Path | None) -> None:
     """summary.txt gets the final text; verifier_attempts.json every attempt and verdict."""
-    from dpspin_sql.plan import write_json_atomic  # checks the directory, writes via rename
+    from dpspin_sql.outputs import write_text_atomic  # checks the directory, writes via rename
 
-    if out:
-        write_json_atomic(out, result.text.rstrip("\n"))
     if attempts_out:
-        write_json_atomic(attempts_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        write_text_atomic(attempts_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    if out:
+        write_text_atomic(out, result.text.rstrip("\n"))
 
 

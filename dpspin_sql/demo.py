@@ -72,9 +72,9 @@ def synthetic_corpus(seed: int = 7, n_users: int = 400) -> pa.Table:
 def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0):
     """Build the demo store, release a user-level plan, print it; returns the plan."""
     from dpspin_sql import assign, atoms, ledger, split, store
-    from dpspin_sql.pipeline import release_and_charge
-    from dpspin_sql.release import ReleaseConfig
+    from dpspin_sql.release import release
     from dpspin_sql.report import plan_table
+    from dpspin_sql.request import ReleaseRequest
 
     console = console or Console()
     tmp = None
@@ -83,7 +83,9 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
         db = Path(tmp.name) / "demo.duckdb"
     try:
         if Path(db).exists():
-            Path(db).unlink()
+            from dpspin_sql.errors import BadInput
+
+            raise BadInput(f"--db {db} already exists; the demo builds a new store (give a new path)")
         con = store.connect(db, create=True)
         ledger.set_budget(con, epsilon_total := 2.0 * epsilon, 1e-5)
         corpus = synthetic_corpus(seed)
@@ -97,9 +99,11 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
                       f"users; {rep.aux_records} auxiliary / {rep.target_records} target records; "
                       f"{report.scorer} scorer assigned {report.n_assigned} records "
                       f"({report.n_unassigned} matched no atom)")
-        config = ReleaseConfig(mechanism="gaussian", epsilon=epsilon, delta=1e-6, unit="user", B=1.0, K=3, L=10)
+        request = ReleaseRequest(mechanism="gaussian", epsilon=epsilon, delta=1e-6, unit="user", B=1.0, K=3, L=10)
         out = Path(db).with_name("private_plan.json")
-        plan = release_and_charge(con, config, out_path=out)
+        for stale in (out, out.with_name("private_plan.dictionary.json")):
+            stale.unlink(missing_ok=True)   # the demo's own previous plan
+        plan = release(con, request, out=out)
         console.print(plan_table(plan))
         from dpspin_sql.decode import summarize
 

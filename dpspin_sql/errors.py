@@ -28,3 +28,11 @@ class BudgetExceeded(Refusal):
 
 class AuditRefusal(Refusal):
     pass
+
+
+class StoreBusy(Refusal):
+    """Another writer held the store for longer than the lock timeout (exit 1)."""
+
+
+class LedgerTampered(Refusal):
+    """The ledger's chain or a stored measurement does not check (exit 1)."""

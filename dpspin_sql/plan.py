@@ -1,24 +1,47 @@
-"""The released plan (SPEC §4): the only object a decoder ever sees.
+"""The released plan (docs/PLAN.md): the only object a decoder ever sees.
 
 It holds the admitted atoms in rank order and public metadata. It never holds
 non-private masses, per-unit values, text, seeds or atoms outside the admitted set;
 `make_plan` is the single place a plan is made, from a `NoisyRelease` and public
-parameters only.
+parameters only. Support, bins, the comparison margin and the accuracy intervals are
+post-processing of the noisy masses and the public noise scale: they cost no budget.
+
+`validate_plan` is the structural check every reader of a plan file runs first, so a
+tampered plan (more atoms than L, an atom outside its dictionary, a NaN mass, a
+dictionary whose hash is not the plan's) is refused before it is summarised or verified.
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Iterable
 
+from dpspin_sql.atoms import hash_entries
 from dpspin_sql.errors import BadInput
-from dpspin_sql.release import (DEFAULT_RANK_BINS, DEFAULT_SUPPORT_BINS, Mechanism, NoisyRelease,
-                                comparison_margin)
+from dpspin_sql.mechanisms import Mechanism, NoisyRelease, comparison_margin, interval_half_width
+from dpspin_sql.outputs import dictionary_sidecar, write_text_atomic
 
-SCHEMA_VERSION = "1"
+__all__ = ["SCHEMA_VERSION", "Plan", "PlanAtom", "make_plan", "load_plan", "assign_bin", "validate_plan",
+           "dictionary_sidecar", "dictionary_body"]
+
+SCHEMA_VERSION = "2"
+
+NOTES = {
+    "noisy_mass": "noisy_mass is the released total weight of the atom: each record spreads at most one unit of "
+            "mass over at most K atoms (a user at most B units in all), plus noise; it may be negative. "
+            "display_mass = max(noisy_mass, 0).",
+    "interval": "interval is the public accuracy interval around noisy_mass: with probability at least "
+                "interval_confidence every released interval of this plan covers the true (non-private) mass "
+                "at once. It comes from the public noise scale alone and costs no privacy budget.",
+    "bins": "bins are public thresholds: on support (display_mass / public_denominator) when bin_basis is "
+            "'support', on rank cut-offs when it is 'rank' (not counts of atoms); an atom whose interval "
+            "reaches zero is 'low' whatever its rank.",
+    "comparison_margin": "a claim 'a is more common than b' is supported only when their noisy masses differ "
+                         "by at least comparison_margin.",
+}
 
 
 @dataclass
@@ -31,11 +54,14 @@ class PlanAtom:
     bin: str
     rank: int
     support: float | None = None
+    interval: list[float] | None = None
+    support_interval: list[float] | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        if d["support"] is None:
-            del d["support"]
+        for optional in ("support", "interval", "support_interval"):
+            if d[optional] is None:
+                del d[optional]
         return d
 
 
@@ -62,6 +88,11 @@ class Plan:
     mechanism_details: dict = field(default_factory=dict)
     noise_source: str = "opendp"
     release_id: str | None = None
+    ledger_chain: str | None = None
+    interval_confidence: float | None = None
+    interval_half_width: float | None = None
+    bin_rule: str | None = None
+    notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
@@ -82,59 +113,74 @@ class Plan:
             atoms = [PlanAtom(**{k: a.get(k) for k in PlanAtom.__dataclass_fields__}) for a in d["atoms"]]
             fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "atoms"}
             return cls(atoms=atoms, **fields)
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise BadInput(f"not a dpspin plan: missing or malformed {exc}") from None
 
-    def write(self, path: str | Path) -> Path:
-        return write_json_atomic(path, self.to_json())
+    def write(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        return write_text_atomic(path, self.to_json(), overwrite=overwrite)
+
+
+def read_json(path: str | Path, what: str = "plan") -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"{what} file not found: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BadInput(f"{path} is not a UTF-8 text file") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
 
 
 def load_plan(path: str | Path) -> Plan:
-    path = Path(path)
-    if not path.exists():
-        raise BadInput(f"plan file not found: {path}")
-    try:
-        return Plan.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    return Plan.from_dict(read_json(path))
 
 
 def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary_id: str,
-              release_id: str | None = None) -> Plan:
+              release_id: str | None = None, ledger_chain: str | None = None) -> Plan:
     """Assemble the plan from the noisy release and public inputs only.
 
     `atoms` is the public dictionary in sketch order (position i ↔ sketch coordinate i).
-    Support, bins and ranks are post-processing of the noisy masses.
+    Support, bins, ranks and intervals are post-processing of the noisy masses and the
+    public noise scale.
     """
-    config = mechanism.config
-    denominator = config.public_denominator
-    basis = "support" if denominator else "rank"
-    bins = dict(config.bins or (DEFAULT_SUPPORT_BINS if denominator else DEFAULT_RANK_BINS))
-    margin = config.comparison_margin
+    request = mechanism.request
+    denominator = request.public_denominator
+    bins, basis = request.plan_bins()
+    margin = request.comparison_margin
     if margin is None:
-        margin = comparison_margin(mechanism.noise_kind, mechanism.noise_scale, config.comparison_confidence)
+        margin = comparison_margin(mechanism.noise_kind, mechanism.noise_scale, request.comparison_confidence)
+    half = interval_half_width(mechanism, request.interval_confidence)
     plan_atoms = []
     for rank, (pos, value) in enumerate(zip(noisy.admitted, noisy.noisy_mass), start=1):
         atom = atoms[pos]
         display = max(float(value), 0.0)
         support = display / denominator if denominator else None
+        interval = [float(value) - half, float(value) + half]
+        support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]
+                            if denominator else None)
+        bin_name = assign_bin(support if denominator else rank, bins, basis)
+        if interval[0] <= 0:
+            bin_name = "low"   # indistinguishable from no mass at the stated confidence
         plan_atoms.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
-                                   noisy_mass=float(value), display_mass=display,
-                                   bin=assign_bin(support if denominator else rank, bins, basis),
-                                   rank=rank, support=support))
+                                   noisy_mass=float(value), display_mass=display, bin=bin_name, rank=rank,
+                                   support=support, interval=interval, support_interval=support_interval))
     eps_cost, delta_cost = mechanism.cost
-    details = {"noise": mechanism.noise_kind, "comparison_confidence": config.comparison_confidence,
+    details = {"noise": mechanism.noise_kind, "comparison_confidence": request.comparison_confidence,
                "fixed_point_scale": mechanism.scale} | mechanism.extra
-    if config.mechanism == "private_topL":
-        details["selection_fraction"] = config.selection_fraction
-    return Plan(mechanism=config.mechanism, epsilon=float(config.epsilon), delta=config.effective_delta,
-                unit=config.unit, adjacency=config.adjacency, B=config.effective_B, K=int(config.K),
-                L=int(config.L), m=mechanism.m,
-                calibration=config.calibration if config.mechanism != "laplace" else "laplace",
+    if request.mechanism == "private_topL":
+        details["selection_fraction"] = request.selection_fraction
+    return Plan(mechanism=request.mechanism, epsilon=request.epsilon, delta=request.delta,
+                unit=request.unit, adjacency=request.adjacency, B=request.B, K=request.K,
+                L=request.L, m=mechanism.m, calibration=request.calibration or "laplace",
                 noise_scale=float(mechanism.noise_scale), comparison_margin=float(margin),
                 public_denominator=denominator, bins=bins, bin_basis=basis, dictionary=dictionary_id,
                 atoms=plan_atoms, privacy_cost={"epsilon": eps_cost, "delta": delta_cost},
-                mechanism_details=details, release_id=release_id)
+                mechanism_details=details, release_id=release_id, ledger_chain=ledger_chain,
+                interval_confidence=request.interval_confidence, interval_half_width=half,
+                bin_rule=bin_rule(bins, basis), notes=dict(NOTES))
 
 
 def assign_bin(value: float, bins: dict, basis: str) -> str:
@@ -145,28 +191,80 @@ def assign_bin(value: float, bins: dict, basis: str) -> str:
     return "high" if value <= bins["high"] else "moderate" if value <= bins["moderate"] else "low"
 
 
-def write_json_atomic(path: str | Path, text: str) -> Path:
-    """Write text via a temporary file and rename, so a reader never sees half a file."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise BadInput(f"output directory does not exist: {path.parent}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+def bin_rule(bins: dict, basis: str) -> str:
+    if basis == "support":
+        return (f"support ≥ {bins['high']:g} → high; support ≥ {bins['moderate']:g} → moderate; otherwise low; "
+                "low whenever the interval reaches 0")
+    return (f"rank ≤ {bins['high']:g} → high; rank ≤ {bins['moderate']:g} → moderate; otherwise low; "
+            "low whenever the interval reaches 0")
+
+
+# -- the public dictionary beside a plan ------------------------------------------------
+
+def dictionary_body(atoms: list, dictionary_id: str) -> str:
+    body = {"dictionary": dictionary_id,
+            "atoms": [{"atom_id": a.atom_id, "label": a.label, "description": a.description} for a in atoms]}
+    return json.dumps(body, indent=1, ensure_ascii=False)
+
+
+# -- validation of a plan read from a file ------------------------------------------------
+
+def validate_plan(d: Any, dictionary: Any = None) -> None:
+    """Refuse (BadInput) a plan that is not what a release writes. `dictionary` is the
+    parsed sidecar ({"dictionary", "atoms"}) when there is one."""
+    if not isinstance(d, dict) or not isinstance(d.get("atoms"), list):
+        raise BadInput("not a dpspin plan: it needs an 'atoms' list")
+    atoms = d["atoms"]
+    L = d.get("L")
+    if not isinstance(L, int) or isinstance(L, bool) or L < 0:
+        raise BadInput("tampered plan: L is missing or not a non-negative integer")
+    if len(atoms) > L:
+        raise BadInput(f"tampered plan: {len(atoms)} atoms for L={L}")
+    m = d.get("m")
+    if isinstance(m, int) and len(atoms) > m:
+        raise BadInput(f"tampered plan: {len(atoms)} atoms for a dictionary of m={m}")
+    ids, ranks = [], []
+    for a in atoms:
+        if not isinstance(a, dict) or not isinstance(a.get("label"), str):
+            raise BadInput("tampered plan: every atom needs a string label")
+        for key in ("noisy_mass", "display_mass", "support"):
+            v = a.get(key)
+            if v is None and key == "support":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a non-finite or missing {key}")
+        for key in ("interval", "support_interval"):
+            v = a.get(key)
+            if v is not None and not (isinstance(v, list) and len(v) == 2 and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+                    and v[0] <= v[1]):
+                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a malformed {key}")
+        if not isinstance(a.get("atom_id"), int) or isinstance(a.get("atom_id"), bool):
+            raise BadInput(f"tampered plan: atom {a.get('label')!r} has no integer atom_id")
+        ids.append(a["atom_id"])
+        ranks.append(a.get("rank"))
+    if len(set(ids)) != len(ids):
+        raise BadInput("tampered plan: an atom appears twice")
+    if ranks != list(range(1, len(atoms) + 1)):
+        raise BadInput("tampered plan: ranks must be 1..n in order")
+    for k in ("comparison_margin", "noise_scale", "epsilon"):
+        v = d.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+            raise BadInput(f"tampered plan: {k} is not a finite non-negative number")
+    if dictionary is None:
+        return
+    if not isinstance(dictionary, dict) or not isinstance(dictionary.get("atoms"), list):
+        raise BadInput("the dictionary file is not a dpspin dictionary ({dictionary, atoms})")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.write("\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plan is meant to be published
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def dictionary_sidecar(plan_path: str | Path) -> Path:
-    """Where `dpspin release` puts the public dictionary beside a plan (for the verifier)."""
-    plan_path = Path(plan_path)
-    return plan_path.with_name(plan_path.stem + ".dictionary.json")
+        digest = hash_entries(dictionary["atoms"])
+    except (KeyError, TypeError, ValueError):
+        raise BadInput("the dictionary file has malformed atoms") from None
+    if d.get("dictionary") and digest != d["dictionary"]:
+        raise BadInput(f"the dictionary's content hashes to {digest[:19]}…, not the plan's {str(d['dictionary'])[:19]}…")
+    by_id = {int(e["atom_id"]): e for e in dictionary["atoms"]}
+    for a in atoms:
+        entry = by_id.get(a["atom_id"])
+        if entry is None or str(entry.get("label")) != a["label"]:
+            raise BadInput(f"tampered plan: atom {a['atom_id']} ({a['label']!r}) is not in the plan's dictionary")
+    if isinstance(m, int) and m != len(by_id):
+        raise BadInput(f"tampered plan: m={m} but the dictionary holds {len(by_id)} atoms")

@@ -12,7 +12,7 @@ import duckdb
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
-from dpspin_sql.store import load_records
+from dpspin_sql.store import LoadReport, load_records
 
 PRESETS = ("cfpb", "amazon", "yelp")
 USER_COL = {"cfpb": None, "amazon": "user_id", "yelp": "user_id"}
@@ -46,9 +46,14 @@ def preset_relation(con: duckdb.DuckDBPyConnection, preset: str, path: str | Pat
     return rel
 
 
+WHY_REJECTED = {"cfpb": "complaints without a narrative", "amazon": "exact duplicate reviews",
+                "yelp": "reviews of businesses that are not restaurants"}
+
+
 def load_preset(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path, split: str = "target",
-                **opts) -> int:
-    """Load one of the corpora; returns the number of records loaded.
+                **opts) -> LoadReport:
+    """Load one of the corpora; the report counts records loaded and rows the preset's
+    rules rejected (and says which rule).
 
     Options: `businesses=PATH` for yelp (default: the businesses file beside the reviews).
     """
@@ -56,8 +61,12 @@ def load_preset(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path, s
     if unknown:
         raise BadInput(f"unknown preset option(s): {', '.join(sorted(unknown))}")
     rel = preset_relation(con, preset, path, opts.get("businesses"))
-    return load_records(con, path, id_col="record_id", user_col=USER_COL[preset], text_col="text",
-                        split=split, relation=rel)
+    report = load_records(con, path, id_col="record_id", user_col=USER_COL[preset], text_col="text",
+                          split=split, relation=rel)
+    params = {"reviews": str(path)} if preset == "yelp" else {"path": str(path)}
+    source = con.execute(queries.load(f"preset_{preset}_source_rows"), params).fetchall()[0][0]
+    rejected = max(int(source) - report.loaded, 0)
+    return LoadReport(report.loaded, rejected, WHY_REJECTED[preset] if rejected else "")
 
 
 def _find_businesses(reviews: Path) -> Path:

@@ -1,320 +1,84 @@
-"""The plan-release stage: OpenDP measurements over the fixed-point sketch (SPEC §3).
+"""One release, end to end: request → mechanism → sketch → ledger charge → noise → plan.
 
-Pure: a `Mechanism` is built from public parameters only (m, ε, δ, unit, adjacency, B,
-L, …); its cost is what the OpenDP privacy maps say at the sensitivity of
-`sensitivity.py`; applying it to a sketch draws OpenDP noise and returns the admitted
-atoms and their noisy masses. No I/O and no ledger here — `pipeline.py` charges the
-ledger before it applies a mechanism.
+Every entry point (`dpspin release`, `dpspin sql`, the experiment harness, the demo)
+calls `release` with a validated `ReleaseRequest` and an engine. The order is the
+privacy argument (docs/DESIGN.md §4):
 
-Noise is integer (discrete Laplace / discrete Gaussian) on the int64 sketch in units of
-2^-S, so no floating-point arithmetic ever touches the protected values.
+1. the mechanism is calibrated once, from the request and the dictionary size only;
+2. the outputs are checked (nothing is charged for a path that would be refused);
+3. the pipeline's preconditions are checked on what the curator ran, not on the records;
+4. the engine computes the enforced sketch;
+5. the ledger is charged once, atomically (or the release refused) — before any noise
+   is drawn or any plan exists;
+6. only then does the mechanism see the sketch; the public dictionary is written, then
+   the plan, each atomically, so a plan never exists without its dictionary.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
+import duckdb
 import numpy as np
-import opendp.prelude as dp
 
+from dpspin_sql import ledger, store
+from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, dictionary_hash
+from dpspin_sql.engines.base import Engine
+from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sensitivity import ADJACENCIES, fixed_point_d_in
-from dpspin_sql.sketch import MAX_B, SCALE, UNITS, fixed_bound
-
-dp.enable_features("contrib")
-
-MECHANISMS = ("laplace", "gaussian", "private_topL")
-CALIBRATIONS = ("zcdp", "classical")
-MAX_K = 1000  # atoms kept per record; the SQL surface uses the same cap
-DEFAULT_SUPPORT_BINS = {"high": 0.10, "moderate": 0.03}
-DEFAULT_RANK_BINS = {"high": 3, "moderate": 7}
+from dpspin_sql.mechanisms import Mechanism, make_mechanism
+from dpspin_sql.outputs import Outputs, dictionary_sidecar, write_text_atomic
+from dpspin_sql.plan import Plan, dictionary_body, make_plan
+from dpspin_sql.request import SCALE, ReleaseRequest
+from dpspin_sql.sketch import Sketch
 
 
-@dataclass(frozen=True)
-class ReleaseConfig:
-    """Every public parameter of one release. Checked by `validate` before any work."""
+def release(con: duckdb.DuckDBPyConnection, request: ReleaseRequest, engine: Engine | None = None, *,
+            out: str | Path | None = None, outputs: Outputs | None = None,
+            dataset: str = ledger.DEFAULT_DATASET, extra_params: dict | None = None,
+            mechanism: Mechanism | None = None, observe: Callable[[np.ndarray], None] | None = None) -> Plan:
+    """Release a plan from the store's target split (the engine says where the sketch is computed).
 
-    mechanism: str = "gaussian"
-    epsilon: float = 1.0
-    delta: float = 1e-6
-    unit: str = "record"
-    adjacency: str = "add_drop"
-    B: float = 1.0
-    K: int = 3
-    L: int = 10
-    selection_fraction: float = 0.5
-    calibration: str = "zcdp"
-    public_denominator: int | None = None
-    bins: dict | None = None
-    comparison_confidence: float = 0.99
-    comparison_margin: float | None = None
-
-    @property
-    def effective_B(self) -> float:
-        return 1.0 if self.unit == "record" else float(self.B)
-
-    @property
-    def effective_delta(self) -> float:
-        return 0.0 if self.mechanism == "laplace" else float(self.delta)
-
-    def validate(self, m: int | None = None) -> "ReleaseConfig":
-        if self.mechanism not in MECHANISMS:
-            raise BadInput(f"unknown mechanism {self.mechanism!r}; use one of {', '.join(MECHANISMS)}")
-        if self.unit not in UNITS:
-            raise BadInput(f"--unit must be record or user, not {self.unit!r}")
-        if self.adjacency not in ADJACENCIES:
-            raise BadInput(f"--adjacency must be add_drop or replace, not {self.adjacency!r}")
-        if not _finite(self.epsilon) or self.epsilon <= 0:
-            raise BadInput(f"--epsilon must be a positive number, not {self.epsilon!r}")
-        if self.mechanism != "laplace" and not (_finite(self.delta) and 0 < self.delta < 1):
-            raise BadInput(f"--delta must lie in (0, 1) for {self.mechanism}, not {self.delta!r}")
-        if not _finite(self.B) or self.B <= 0:
-            raise BadInput(f"-B must be a positive number, not {self.B!r}")
-        if self.B > MAX_B:
-            raise BadInput(f"-B {self.B:g} is too large for the fixed-point sketch (at most {MAX_B:g})")
-        if self.unit == "user" and fixed_bound(self.B) < 1:
-            raise BadInput(f"-B {self.B} is below the fixed-point resolution")
-        if int(self.K) != self.K or not 1 <= self.K <= MAX_K:
-            raise BadInput(f"-K must be an integer in 1..{MAX_K}, not {self.K!r}")
-        if int(self.L) != self.L or self.L < 1:
-            raise BadInput(f"-L must be a positive integer, not {self.L!r}")
-        if m is not None and self.L > m:
-            raise BadInput(f"-L {self.L} exceeds the number of atoms m={m}")
-        if self.mechanism == "private_topL" and not (0 < self.selection_fraction < 1):
-            raise BadInput(f"--selection-fraction must lie in (0, 1), not {self.selection_fraction!r}")
-        if self.calibration not in CALIBRATIONS:
-            raise BadInput(f"unknown calibration {self.calibration!r}; use one of {', '.join(CALIBRATIONS)}")
-        if self.calibration == "classical" and self.mechanism != "laplace" and self.epsilon >= 1:
-            raise BadInput("the classical Gaussian calibration is valid only for epsilon < 1; use --calibration zcdp")
-        if self.public_denominator is not None and (int(self.public_denominator) != self.public_denominator
-                                                    or self.public_denominator < 1):
-            raise BadInput(f"--public-denominator must be a positive integer, not {self.public_denominator!r}")
-        if not (0.5 < self.comparison_confidence < 1):
-            raise BadInput("comparison confidence must lie in (0.5, 1)")
-        if self.comparison_margin is not None and not (_finite(self.comparison_margin) and self.comparison_margin >= 0):
-            raise BadInput("--comparison-margin must be a non-negative number")
-        _check_bins(self.bins)
-        return self
-
-
-@dataclass(frozen=True)
-class MeasurementPart:
-    """One OpenDP measurement of a release, with the d_in its cost is evaluated at."""
-
-    name: str
-    measurement: dp.Measurement
-    d_in: int
-    epsilon: float
-    delta: float
-    noise_scale: float  # the OpenDP `scale` argument, fixed-point units
-
-    def audit_record(self) -> dict:
-        return {"name": self.name, "d_in": self.d_in, "epsilon": self.epsilon, "delta": self.delta,
-                "scale": self.noise_scale,
-                "input_metric": str(self.measurement.input_metric),
-                "output_measure": str(self.measurement.output_measure),
-                "measurement": dp.serialize(self.measurement)}
-
-
-@dataclass
-class NoisyRelease:
-    """What leaves the mechanism: admitted atom positions in rank order and their noisy masses."""
-
-    admitted: list[int]
-    noisy_mass: list[float]
-
-
-@dataclass(frozen=True)
-class Mechanism:
-    config: ReleaseConfig
-    m: int
-    parts: tuple[MeasurementPart, ...]
-    noise_scale: float            # of the released values, in mass units
-    noise_kind: str               # "laplace" | "gaussian"
-    scale: int = SCALE
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def cost(self) -> tuple[float, float]:
-        """Basic sequential composition of the parts' OpenDP maps."""
-        return math.fsum(p.epsilon for p in self.parts), math.fsum(p.delta for p in self.parts)
-
-    def check(self, config: ReleaseConfig, m: int, scale: int = SCALE) -> None:
-        """Refuse a mechanism that is not what `config` calls for over an m-atom sketch in
-        units of 1/scale: a caller-supplied (cached) mechanism must carry the config, the
-        fixed-point scale and SPEC §2's d_in, and its charged cost must be what each
-        measurement's own map says at that d_in."""
-        if self.config != config or self.m != m or self.scale != scale or scale != SCALE:
-            raise BadInput("the mechanism was built for another configuration or fixed-point scale")
-        bound_fix = scale if config.unit == "record" else fixed_bound(config.B, scale)
-        d_in = fixed_point_d_in(config.unit, config.adjacency, bound_fix)
-        expected = {"laplace": d_in.l1, "gaussian": d_in.l2, "noisy_top_k": d_in.linf}
-        for p in self.parts:
-            out = p.measurement.map(p.d_in)
-            eps, delta = out if isinstance(out, tuple) else (out, 0.0)
-            if p.d_in != int(expected[p.name]) or (float(eps), float(delta)) != (p.epsilon, p.delta):
-                raise BadInput(f"the {p.name} measurement does not match its d_in or its charged cost")
-
-    def audit_records(self) -> list[dict]:
-        return [p.audit_record() for p in self.parts]
-
-    def apply(self, mass: np.ndarray, observe: Callable[[np.ndarray], None] | None = None) -> NoisyRelease:
-        """Draw the noise (OpenDP's CSPRNG) and admit L atoms. `mass` is the int64 sketch.
-
-        `observe`, for experiments inside the curator, receives the full noisy vector of a
-        full-sketch mechanism (in mass units) before the non-admitted values are dropped;
-        it never reaches a plan.
-        """
-        mass = np.asarray(mass)
-        if mass.dtype != np.int64 or mass.shape != (self.m,):
-            raise ValueError(f"sketch must be int64 of length {self.m}")
-        x = [int(v) for v in mass]
-        L = int(self.config.L)
-        if self.config.mechanism == "private_topL":
-            select, values = (p.measurement for p in self.parts)
-            admitted = [int(i) for i in select(x)]
-            noisy_all = values(x)  # independent per coordinate; only admitted ones leave this frame
-        else:
-            noisy_all = self.parts[0].measurement(x)
-            admitted = top_l(np.array(noisy_all, dtype=np.int64), L)
-            if observe is not None:
-                observe(np.asarray(noisy_all, dtype=np.float64) / self.scale)
-        noisy = {i: noisy_all[i] / self.scale for i in admitted}
-        del noisy_all
-        order = sorted(admitted, key=lambda i: (-noisy[i], i))
-        return NoisyRelease(admitted=order, noisy_mass=[noisy[i] for i in order])
-
-
-def top_l(values: np.ndarray, L: int) -> list[int]:
-    """Top_L with SPEC's tie-break: higher value first, then lower index (exact on int64)."""
-    return sorted(range(len(values)), key=lambda i: (-int(values[i]), i))[:L]
-
-
-def make_mechanism(config: ReleaseConfig, m: int, scale: int = SCALE) -> Mechanism:
-    """Build and calibrate the OpenDP measurement(s) for `config` over an m-atom sketch.
-
-    Domain: int64 vectors of length m (the fixed-point sketch). Sensitivity assumption:
-    the sketch SQL bounds each unit's vector to non-negative L1 ≤ `bound_fix`, so the
-    d_in of each metric is SPEC §2's entry in fixed-point units (sensitivity.py).
-
-    - laplace: discrete Laplace, L1 metric; map ε = d_in/scale.
-    - gaussian: discrete Gaussian, L2 metric, ρ = d_in²/(2·scale²), then OpenDP's
-      zCDP → (ε, δ) conversion at the requested δ.
-    - private_topL: noisy top-k (pure DP, permute-and-flip peeling) on the L∞ metric —
-      monotonic under add/drop, where a unit's vector is non-negative — at ε_sel, then the
-      gaussian above at (ε − ε_sel, δ). The values are drawn for every coordinate and
-      only the admitted ones are kept: with independent noise this is the same
-      distribution as noising the admitted coordinates alone, it keeps the two
-      measurements non-adaptive, and SPEC's restricted Δ2 equals the full one. Cost:
-      the sum of the two maps (sequential composition).
+    `out` is the plan file (its dictionary goes beside it); `outputs` is the command's
+    checked set of outputs, when the caller has other files to protect too (its inputs,
+    `--force`). `extra_params` are recorded in the ledger entry (e.g. the SQL statement).
+    `mechanism` reuses a calibration already built for this request (experiments build
+    one per grid cell); `observe` is passed to `Mechanism.apply`.
     """
-    config.validate(m)
-    try:
-        return _make_mechanism(config, m, scale)
-    except BadInput:
-        raise
-    except Exception as exc:  # OpenDP overflow, a search bracket that holds no solution, ...
-        raise BadInput(f"cannot calibrate {config.mechanism} for ε={config.epsilon:g}, δ={config.effective_delta:g} "
-                       f"(parameters outside what the mechanism supports: {type(exc).__name__})") from None
-
-
-def _make_mechanism(config: ReleaseConfig, m: int, scale: int) -> Mechanism:
-    bound_fix = scale if config.unit == "record" else fixed_bound(config.B, scale)
-    d_in = fixed_point_d_in(config.unit, config.adjacency, bound_fix)
-    domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=m)
-    eps, delta = float(config.epsilon), config.effective_delta
-
-    if config.mechanism == "laplace":
-        part = _laplace(domain, int(d_in.l1), eps)
-        return Mechanism(config, m, (part,), part.noise_scale / scale, "laplace", scale)
-    if config.mechanism == "gaussian":
-        part = _gaussian(domain, int(d_in.l2), eps, delta, config.calibration, sensitivity_l2=d_in.l2)
-        return Mechanism(config, m, (part,), part.noise_scale / scale, "gaussian", scale)
-    eps_sel = eps * config.selection_fraction
-    eps_val = eps - eps_sel
-    monotonic = config.adjacency == "add_drop"
-    select = _top_k(domain, int(d_in.linf), eps_sel, config.L, monotonic)
-    values = _gaussian(domain, int(d_in.l2), eps_val, delta, config.calibration, sensitivity_l2=d_in.l2)
-    return Mechanism(config, m, (select, values), values.noise_scale / scale, "gaussian", scale,
-                     extra={"selection_epsilon": select.epsilon, "value_epsilon": values.epsilon,
-                            "selection_scale": select.noise_scale / scale, "monotonic": monotonic})
-
-
-def _laplace(domain, d_in: int, eps: float) -> MeasurementPart:
-    metric = dp.l1_distance(T=dp.i64)
-    scale = dp.binary_search_param(lambda s: dp.m.make_laplace(domain, metric, scale=s), d_in=d_in, d_out=eps,
-                                   bounds=_bounds(d_in / eps), T=float)
-    meas = dp.m.make_laplace(domain, metric, scale=scale)
-    return MeasurementPart("laplace", meas, d_in, float(meas.map(d_in)), 0.0, scale)
-
-
-def _gaussian_approx(domain, metric, scale: float, delta: float):
-    return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(domain, metric, scale=scale)), delta)
-
-
-def _gaussian(domain, d_in: int, eps: float, delta: float, calibration: str, *, sensitivity_l2: float) -> MeasurementPart:
-    """(ε, δ) Gaussian. `zcdp`: the smallest scale whose OpenDP zCDP→(ε, δ) map certifies ε;
-    `classical`: σ = Δ2·sqrt(2 ln(1.25/δ))/ε (valid only for ε < 1), charged at its map."""
-    metric = dp.l2_distance(T=dp.i64)
-    if calibration == "classical":
-        scale = sensitivity_l2 * math.sqrt(2 * math.log(1.25 / delta)) / eps
+    engine = engine or DuckDBEngine()
+    atoms = current_atoms(con)
+    if not atoms:
+        raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
+    if mechanism is None:
+        mechanism = make_mechanism(request, len(atoms))
     else:
-        classical = sensitivity_l2 * math.sqrt(2 * math.log(1.25 / delta)) / eps
-        scale = dp.binary_search_param(lambda s: _gaussian_approx(domain, metric, s, delta),
-                                       d_in=d_in, d_out=(eps, delta), T=float,
-                                       # ρ ≤ ε for any δ, so σ ≥ Δ2/sqrt(2ε): the bracket's floor
-                                       bounds=(d_in / math.sqrt(2 * eps) / 2, 10 * classical + d_in))
-    meas = _gaussian_approx(domain, metric, scale, delta)
-    cost_eps, cost_delta = meas.map(d_in)
-    return MeasurementPart("gaussian", meas, d_in, float(cost_eps), float(cost_delta), scale)
+        mechanism.check(request, len(atoms))
+    if out is not None:
+        outputs = outputs or Outputs(store=store.path_of(con))
+        outputs.add(out, "--out", kind="plan")
+    dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
+    eps, delta = mechanism.cost
+    ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
+    sketch = engine.sketch(con, request.bounds)
+    _check_sketch(sketch, request, atoms)
+    # public parameters only: exact target counts are not DP and `dpspin budget` shows this
+    params = request.public_params() | {"m": len(atoms), "dictionary": dictionary_id} | engine.details() \
+        | (extra_params or {})
+    charged = ledger.charge(con, eps, delta, mechanism=request.mechanism, params=params,
+                            measurements=mechanism.audit_records(),
+                            plan_path=str(out) if out is not None else None, dataset=dataset)
+    plan = make_plan(mechanism.apply(sketch.mass, observe), mechanism, atoms, dictionary_id,
+                     charged.release_id, charged.row_hash)
+    if out is not None:
+        write_text_atomic(dictionary_sidecar(out), dictionary_body(atoms, dictionary_id))
+        plan.write(out)
+    return plan
 
 
-def _top_k(domain, d_in: int, eps: float, k: int, monotonic: bool) -> MeasurementPart:
-    """Private top-k admission: OpenDP's noisy top-k (permute-and-flip peeling under pure DP).
-    Under add/drop the sketch is monotone, so the monotonic L∞ metric halves the noise."""
-    metric = dp.linf_distance(T=dp.i64, monotonic=monotonic)
-
-    def make(s):
-        return dp.m.make_noisy_top_k(domain, metric, dp.max_divergence(), k=int(k), scale=s)
-
-    scale = dp.binary_search_param(make, d_in=d_in, d_out=eps, bounds=_bounds(2 * k * d_in / eps), T=float)
-    meas = make(scale)
-    return MeasurementPart("noisy_top_k", meas, d_in, float(meas.map(d_in)), 0.0, scale)
-
-
-def _bounds(guess: float) -> tuple[float, float]:
-    """A search bracket around a textbook scale; OpenDP's search then finds the tightest
-    scale whose own privacy map certifies the target."""
-    return (guess / 1000.0, guess * 100.0)
-
-
-def comparison_margin(noise_kind: str, noise_scale: float, confidence: float = 0.99) -> float:
-    """The `confidence` quantile of the difference of two independent noise draws: a
-    comparison whose noisy gap clears it is wrong for the true sketch with probability
-    at most 1 − confidence (one-sided)."""
-    from scipy import optimize, stats
-
-    if noise_scale <= 0:
-        return 0.0
-    if noise_kind == "gaussian":
-        return float(stats.norm.ppf(confidence) * noise_scale * math.sqrt(2))
-    tail = 1 - confidence  # P(X − Y > t) = (2 + t/b) e^{−t/b} / 4 for X, Y ~ Lap(b)
-    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail  # noqa: E731
-    return float(optimize.brentq(f, 0.0, 100.0) * noise_scale)
-
-
-def _finite(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
-def _check_bins(bins: dict | None) -> None:
-    if bins is None:
-        return
-    if set(bins) != {"high", "moderate"}:
-        raise BadInput("bins must give exactly 'high' and 'moderate' thresholds")
-    if not all(_finite(v) and v >= 0 for v in bins.values()):
-        raise BadInput("bin thresholds must be non-negative numbers")
+def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) -> None:
+    if sketch.scale != SCALE:
+        raise BadInput("the sketch is not in the release's fixed-point units")
+    if sketch.bounds != request.bounds:
+        raise BadInput("the sketch was computed with other bounds (unit, K, B) than the release claims")
+    if [int(a) for a in sketch.atom_ids] != [a.atom_id for a in atoms]:
+        raise BadInput("the sketch does not cover the current dictionary")

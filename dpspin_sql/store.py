@@ -6,37 +6,119 @@ nothing.
 """
 from __future__ import annotations
 
+import os
+import re
+import threading
+import time
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
 import duckdb
 
 from dpspin_sql import queries
-from dpspin_sql.errors import BadInput
+from dpspin_sql.errors import BadInput, StoreBusy
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
 _OPEN: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
 SPLITS = ("aux", "target")
+_SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
+
+
+def lock_timeout() -> float:
+    """Seconds a command waits for a store another process holds, or for the ledger
+    (DPSPIN_LOCK_TIMEOUT, default 60); then it refuses with "store busy" (exit 1)."""
+    try:
+        return max(float(os.environ.get("DPSPIN_LOCK_TIMEOUT", "60")), 0.0)
+    except ValueError:
+        return 60.0
 
 
 def connect(path: str | Path, *, create: bool = False, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a store. Without `create`, a missing file is bad input, not a new empty store."""
-    path = Path(path)
-    if not create and not path.exists():
-        raise BadInput(f"no dpspin store at {path} (create it with: dpspin init --db {path})")
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as exc:
-        raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
-    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
-        con.execute(queries.load("schema"))
-        from dpspin_sql import udfs
+    """Open a store. Without `create`, a missing file is bad input, not a new empty store.
 
-        udfs.register(con)
+    The path must be a DuckDB database or a new file: DuckDB opens any other existing file
+    (a CSV, say) as an empty in-memory database, where every write would silently vanish.
+    When another process holds the file, this waits up to `lock_timeout()` seconds.
+    Safe from many threads at once: the schema and macros are set up once per process.
+    """
+    from dpspin_sql.outputs import is_duckdb_file
+
+    path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"--db {path} is a directory, not a dpspin store")
+    if not path.exists():
+        if not create:
+            raise BadInput(f"no dpspin store at {path} (create it with: dpspin init --db {path})")
+        if not path.parent.exists():
+            raise BadInput(f"--db: directory does not exist: {path.parent}")
+    elif path.stat().st_size > 0 and not is_duckdb_file(path):
+        raise BadInput(f"--db {path} is not a DuckDB database (a dpspin store); give a store or a new path")
+    elif path.stat().st_size == 0:
+        raise BadInput(f"--db {path} is an empty file, not a DuckDB database; remove it or give a new path")
+    con = _open_waiting(path, read_only)
+    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
+        _set_up(con, path)
     _OPEN.add(con)
     return con
+
+
+def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + lock_timeout()
+    delay = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
+                                "(DPSPIN_LOCK_TIMEOUT); nothing was done") from None
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        except duckdb.Error as exc:
+            raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
+
+
+def _set_up(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Create or migrate the schema and the macros, unless they are already there (a read-only
+    check, so many connections opening a set-up store write nothing and cannot conflict)."""
+    from dpspin_sql import ledger, udfs
+
+    present = queries.load("schema_present")
+    if first_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+        return
+    with _SETUP_LOCK:
+        if first_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+            return
+        con.execute(queries.load("schema"))
+        con.execute(queries.load("schema_migrate"))
+        udfs.register(con)
+        ledger.migrate(con)
+
+
+def path_of(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The file behind a connection's main database (None when it is in memory)."""
+    for row in con.execute("PRAGMA database_list").fetchall():
+        if row[1] == "main":
+            return Path(row[2]) if row[2] else None
+    return None
+
+
+def mark_step(con: duckdb.DuckDBPyConnection, step: str) -> None:
+    """Record that a pipeline step ran for the current dictionary (a release checks these
+    facts about what the curator did, never the protected records)."""
+    con.execute(queries.load("pipeline_mark"), {"step": step,
+                                               "done_at": datetime.now(timezone.utc).replace(tzinfo=None)})
+
+
+def step_done(con: duckdb.DuckDBPyConnection, step: str) -> bool:
+    """Whether `step` ran for the current dictionary."""
+    return bool(first_row(con.execute(queries.load("pipeline_step"), {"step": step}))[0])
 
 
 def open_connections() -> set:
@@ -98,20 +180,62 @@ def detect_format(path: Path, fmt: str | None) -> str:
     raise BadInput(f"cannot tell the format of {path}; pass --format csv|jsonl|parquet")
 
 
-def read_file(con: duckdb.DuckDBPyConnection, path: str | Path, fmt: str | None = None) -> duckdb.DuckDBPyRelation:
-    """A relation over a user's file, read by DuckDB."""
+def read_file(con: duckdb.DuckDBPyConnection, path: str | Path, fmt: str | None = None, *,
+              all_varchar: bool = False) -> duckdb.DuckDBPyRelation:
+    """A relation over a user's file, read by DuckDB, strictly: a CSV is read as RFC 4180
+    (comma, or tab for .tsv; double quotes) and a malformed row is an error with its line
+    number, never a row silently re-shaped by the dialect sniffer."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise BadInput(f"input file not found: {path}")
     fmt = detect_format(path, fmt)
     try:
         if fmt == "csv":
-            return con.read_csv(str(path))
+            delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
+            return con.read_csv(str(path), delimiter=delimiter, quotechar='"', escapechar='"', header=True,
+                                strict_mode=True, all_varchar=all_varchar)
         if fmt == "jsonl":
-            return con.read_json(str(path))
+            return con.read_json(str(path), format="newline_delimited")
         return con.read_parquet(str(path))
     except duckdb.Error as exc:
-        raise BadInput(f"cannot read {path} as {fmt}: {_first_line(exc)}") from None
+        raise BadInput(f"cannot read {path} as {fmt}: {read_error(path, fmt, exc)}") from None
+
+
+def read_error(path: Path, fmt: str, exc: BaseException) -> str:
+    """One line for a file DuckDB could not read: the line number of the first malformed
+    row, never the row's content (it may be protected text)."""
+    text = str(exc)
+    match = re.search(r"CSV Error on Line: (\d+)", text) or re.search(r"line (\d+)", text, re.I)
+    if fmt == "csv" and match is None:
+        line = _first_bad_csv_line(path)
+        if line is not None:
+            return f"malformed CSV row at line {line} (an unterminated quote or the wrong number of fields)"
+    if match is not None:
+        return f"malformed {fmt.upper()} at line {match.group(1)}"
+    return _first_line(exc).split(":")[0] if "Original Line" in text else _first_line(exc)
+
+
+def _first_bad_csv_line(path: Path) -> int | None:
+    """Find the first malformed row with Python's strict CSV reader (only after DuckDB failed)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
+    try:
+        with opener(path, "rt", encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
+            width = None
+            for row in reader:
+                if width is None:
+                    width = len(row)
+                elif row and len(row) != width:
+                    return reader.line_num
+    except csv.Error:
+        return reader.line_num
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def require_columns(rel: duckdb.DuckDBPyRelation, wanted: dict[str, str | None], source: str) -> None:
@@ -131,18 +255,26 @@ def load_records(
     text_col: str = "text",
     split: str = "target",
     relation: duckdb.DuckDBPyRelation | None = None,
-) -> int:
+) -> LoadReport:
     """Load records with the user's column names mapped onto the store's schema.
 
-    Columns other than id/user/text are kept as JSON metadata. Returns the number of
-    records loaded. `relation` lets a preset pass an already-shaped relation.
+    Columns other than id/user/text are kept as JSON metadata. All or nothing: a malformed
+    row, a missing or duplicate id, or an id/user/text column that is not a scalar castable
+    to text changes nothing. `relation` lets a preset pass an already-shaped relation.
     """
     if split not in SPLITS:
         raise BadInput(f"--split must be aux or target, not {split!r}")
-    rel = relation if relation is not None else read_file(con, path, fmt)
+    fmt = detect_format(Path(path), fmt) if relation is None else "preset"
+    rel = relation if relation is not None else read_file(con, path, fmt, all_varchar=fmt == "csv")
     if id_col is None and "record_id" in rel.columns:
         id_col = "record_id"
     require_columns(rel, {"--id-col": id_col, "--user-col": user_col, "--text-col": text_col}, str(path))
+    types = dict(zip(rel.columns, (str(t) for t in rel.types)))
+    for option, col, allowed in (("--id-col", id_col, _ID_TYPES), ("--user-col", user_col, _ID_TYPES),
+                                 ("--text-col", text_col, _TEXT_TYPES)):
+        if col is not None and not _type_ok(types[col], allowed):
+            raise BadInput(f"column {col!r} ({option}) is {types[col]}; it must hold "
+                           + ("text" if allowed is _TEXT_TYPES else "scalar ids (text or integers)"))
     mapped = [c for c in (id_col, user_col, text_col) if c]
     rid = duckdb.ColumnExpression(id_col) if id_col else duckdb.SQLExpression("CAST(row_number() OVER () AS VARCHAR)")
     uid = duckdb.ColumnExpression(user_col) if user_col else duckdb.ConstantExpression(None)
@@ -154,27 +286,51 @@ def load_records(
     )
     con.register("staging", staged)
     try:
-        nulls = first_row(con.execute(queries.load("staging_null_ids")))[0]
+        try:
+            nulls = first_row(con.execute(queries.load("staging_null_ids")))[0]
+        except duckdb.Error as exc:
+            raise BadInput(f"cannot load {path}: {read_error(Path(path), fmt, exc)}") from None
         if nulls:
             raise BadInput(f"{nulls} record(s) have no id in column {id_col!r}")
         before = _count(con, "records")
         with transaction(con):
             try:
                 con.execute(queries.load("insert_records"), {"split": split})
-            except duckdb.ConstraintException as exc:
-                raise BadInput(f"duplicate record id: {_first_line(exc)}") from None
+            except duckdb.ConstraintException:
+                raise BadInput(f"{path} repeats a record id (or an id already in the store); "
+                               "ids must be unique") from None
             except duckdb.Error as exc:
-                raise BadInput(f"cannot load {path}: {_first_line(exc)}") from None
-        return _count(con, "records") - before
+                raise BadInput(f"cannot load {path}: {read_error(Path(path), fmt, exc)}") from None
+        return LoadReport(_count(con, "records") - before, 0)
     finally:
         con.unregister("staging")
 
 
+@dataclass(frozen=True)
+class LoadReport:
+    loaded: int
+    rejected: int = 0
+    why_rejected: str = ""
+
+
+_ID_TYPES = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT",
+             "UTINYINT", "HUGEINT", "UHUGEINT", '"NULL"', "NULL")
+_TEXT_TYPES = ("VARCHAR", '"NULL"', "NULL")
+
+
+def _type_ok(type_name: str, allowed: tuple[str, ...]) -> bool:
+    return type_name.upper() in allowed
+
+
 def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
-                     replace: bool = True) -> int:
-    """Load (record_id, atom_id, weight) rows from the user's own classifier."""
+                     replace: bool = False) -> int:
+    """Load (record_id, atom_id, weight) rows from the user's own classifier. Rows already in
+    the store are replaced only with `replace` (they may be another classifier's)."""
     rel = read_file(con, path, fmt)
     require_columns(rel, {"record_id": "record_id", "atom_id": "atom_id", "weight": "weight"}, str(path))
+    existing = _count(con, "assignments")
+    if existing and not replace:
+        raise BadInput(f"the store already holds {existing} assignment rows; pass --replace to replace them")
     con.register("staging_assignments", rel)
     try:
         with transaction(con):
@@ -184,6 +340,7 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
                 con.execute(queries.load("insert_assignments"))
             except duckdb.Error as exc:
                 raise BadInput(f"cannot load assignments from {path}: {_first_line(exc)}") from None
+            mark_step(con, "assignments")
     finally:
         con.unregister("staging_assignments")
     return _count(con, "assignments")

@@ -1,1 +1,2 @@
 DELETE FROM assignments;
+DELETE FROM pipeline WHERE step = 'assignments';

@@ -1,1 +1,1 @@
-SELECT epsilon, delta FROM ledger WHERE dataset = $dataset ORDER BY created_at, release_id;
+SELECT epsilon, delta, measurements, release_id FROM ledger WHERE dataset = $dataset ORDER BY seq, created_at, release_id;

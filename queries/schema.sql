@@ -41,5 +41,21 @@ CREATE TABLE IF NOT EXISTS ledger (
     delta        DOUBLE NOT NULL,
     params       JSON,
     measurements JSON,
-    plan_path    VARCHAR
+    plan_path    VARCHAR,
+    seq          BIGINT,        -- position in the hash chain (1, 2, ...)
+    prev_hash    VARCHAR,       -- row_hash of the previous row (the genesis hash for the first)
+    row_hash     VARCHAR        -- sha256 over this row's content and prev_hash
+);
+-- The head of the ledger's hash chain (one row; see queries/ledger_head.sql).
+CREATE TABLE IF NOT EXISTS ledger_head (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    seq       BIGINT NOT NULL,
+    head_hash VARCHAR NOT NULL
+);
+-- Which pipeline steps ran (the release's preconditions are checked on these facts
+-- about what the curator did, never on the protected records themselves).
+CREATE TABLE IF NOT EXISTS pipeline (
+    step          VARCHAR PRIMARY KEY,   -- 'assignments'
+    dictionary_id VARCHAR,
+    done_at       TIMESTAMP
 );

@@ -1,4 +1,5 @@
 -- The aux split changed: a scorer fitted on the old aux split may have seen records
 -- that are now protected, so it and the assignments it produced are dropped.
 DELETE FROM assignments;
+DELETE FROM pipeline WHERE step = 'assignments';
 UPDATE dictionary SET scorer = NULL;

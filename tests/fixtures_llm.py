@@ -225,8 +225,8 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
     appended to every target record; returns the released plan dict."""
     from dpspin_sql import assign, atoms, ledger, split, store
     from dpspin_sql.demo import TAXONOMY, synthetic_corpus
-    from dpspin_sql.pipeline import release_and_charge
-    from dpspin_sql.release import ReleaseConfig
+    from dpspin_sql.release import release
+    from dpspin_sql.request import ReleaseRequest
 
     db = tmp_path / "canary.duckdb"
     con = store.connect(db, create=True)
@@ -240,8 +240,8 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
                   manifest={"source": "canary test"})
     assign.assign(con, scorer="keyword", K=3)
     out = tmp_path / "private_plan.json"
-    release_and_charge(con, ReleaseConfig(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="user", B=1.0, K=3, L=8),
-                       out_path=out)
+    release(con, ReleaseRequest(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="user", B=1.0, K=3, L=8),
+                       out=out)
     con.close()
     plan = json.loads(out.read_text())
     side = out.with_name(out.stem + ".dictionary.json")

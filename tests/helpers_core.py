@@ -68,6 +68,7 @@ def put_assignments(con, rows) -> None:
     (NaN, ±inf, negatives, duplicates and unknown ids included). Replaces the table."""
     rows = list(rows)
     con.execute("DELETE FROM assignments")
+    store.mark_step(con, "assignments")   # as `dpspin assignments load` records it
     if not rows:
         return
     table = pa.table({"record_id": pa.array([r[0] for r in rows], pa.string()),

@@ -119,7 +119,7 @@ def test_phrase_dictionary_canary(tmp_path):
 @pytest.mark.parametrize("K", [0, -1, 1.5, True])
 def test_bad_K(tmp_path, K):
     con = fitted_store(tmp_path)
-    with pytest.raises(BadInput, match="-K"):
+    with pytest.raises(BadInput, match="K = "):
         assign.assign(con, "keyword", K=K)
 
 

@@ -229,7 +229,7 @@ def test_demo(capsys):
 def check_plan(plan: dict, dictionary: list[dict], *, mechanism, unit, L, m, K=3, epsilon, delta, texts=()):
     """SPEC §4's shape, and nothing outside the admitted set."""
     assert SPEC_PLAN_KEYS <= set(plan), SPEC_PLAN_KEYS - set(plan)
-    assert plan["schema_version"] == "1"
+    assert plan["schema_version"] == "2"
     assert plan["mechanism"] == mechanism and plan["unit"] == unit
     assert plan["L"] == L and plan["m"] == m == len(dictionary) and plan["K"] == K
     assert plan["epsilon"] == epsilon
@@ -427,6 +427,9 @@ def test_amazon_user_level_end_to_end(amazon_store, tmp_path, capsys):
     out = tmp_path / "over.json"
     out.write_text("an earlier plan\n")
     rc, stdout, err = cli(capsys, *rel_args(db, out, **{"--epsilon": "1.5"}))
-    assert_one_line_error(rc, stdout, err, code=1)
+    assert_one_line_error(rc, stdout, err, code=2)          # an existing file needs --force
+    rc, stdout, err = cli(capsys, *rel_args(db, out, **{"--epsilon": "1.5"}), "--force")
+    assert_one_line_error(rc, stdout, err, code=2)          # and --force replaces plans only
+    assert "not a dpspin plan" in err
     assert out.read_text() == "an earlier plan\n"
     assert snapshot(db) == before

@@ -4,10 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from dpspin_sql.cli_decode import register
 from dpspin_sql.decode import LLMConfig, public_view, summarize, template_summary, write_summary
 from dpspin_sql.verify import verify
 
@@ -128,7 +125,9 @@ def test_decoder_sees_only_public_fields():
 def test_llm_needs_base_url(monkeypatch):
     for k in ("DPSPIN_LLM_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(k, raising=False)
-    with pytest.raises(ValueError):
+    from dpspin_sql.errors import BadInput
+
+    with pytest.raises(BadInput):
         summarize(PLAN, decoder="llm", llm=LLMConfig())
 
 
@@ -141,11 +140,21 @@ def test_env_configuration(monkeypatch):
 
 
 # ---------------------------------------------------------------- CLI
+class _Result:
+    def __init__(self, exit_code: int, stdout: str, stderr: str):
+        self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+
+
 @pytest.fixture()
-def cli():
-    app = typer.Typer()
-    register(app)
-    return lambda *args: CliRunner().invoke(app, [str(a) for a in args])
+def cli(capsys):
+    from dpspin_sql.cli import run
+
+    def invoke(*args):
+        capsys.readouterr()
+        rc = run([str(a) for a in args])
+        captured = capsys.readouterr()
+        return _Result(rc, captured.out, captured.err)
+    return invoke
 
 
 def test_cli_verify_exit_codes_and_json(cli, tmp_path):
@@ -192,8 +201,15 @@ def test_cli_uses_dictionary_sidecar(cli, tmp_path):
     (tmp_path / "p.json").write_text(json.dumps(plan))
     (tmp_path / "s.txt").write_text(BAD_ATOM)
     assert cli("verify", tmp_path / "p.json", tmp_path / "s.txt").exit_code == 0  # nothing to compare against
+    from dpspin_sql.atoms import hash_entries
+
+    plan["dictionary"] = hash_entries(labels)
+    (tmp_path / "p.json").write_text(json.dumps(plan))
     (tmp_path / "p.dictionary.json").write_text(json.dumps({"dictionary": plan["dictionary"], "atoms": labels}))
     assert cli("verify", tmp_path / "p.json", tmp_path / "s.txt").exit_code == 1
+    # a sidecar whose content is not the plan's dictionary is refused, not trusted
+    (tmp_path / "p.dictionary.json").write_text(json.dumps({"dictionary": plan["dictionary"], "atoms": labels[1:]}))
+    assert cli("verify", tmp_path / "p.json", tmp_path / "s.txt").exit_code == 2
 
 
 def test_canary_in_target_records_never_reaches_the_decoder(tmp_path):

@@ -228,8 +228,8 @@ def test_each_release_is_charged_to_the_ledger(tiny, tmp_path):
 
 def test_release_capturing_sees_the_released_noise(tiny, tmp_path):
     """The full noisy vector read for the value errors is the one the plan's masses come from."""
-    from dpspin_sql import ledger, pipeline
-    from dpspin_sql.release import ReleaseConfig
+    from dpspin_sql import ledger
+    from dpspin_sql.request import ReleaseRequest
     from dpspin_sql.sketch import compute_sketch
 
     run = G.expand(tiny_grid(tiny, seeds=[0], mechanism=["laplace"])).runs[0]
@@ -237,20 +237,19 @@ def test_release_capturing_sees_the_released_noise(tiny, tmp_path):
     prep = runner.Prep.open(tmp_path / "prep", run)
     try:
         sk = compute_sketch(prep.con, "record", 2, 1.0)
-        cfg = ReleaseConfig(mechanism="laplace", epsilon=1.0, unit="record", K=2, L=3)
+        cfg = ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="record", K=2, L=3)
         ledger.set_budget(prep.con, 1.0, 0.0, "t")
-        plan, noisy = runner.release_capturing(prep, cfg, sk, prep.atoms, "t", tmp_path / "plan.json")
+        plan, noisy = runner.release_capturing(prep, cfg, sk, "t", tmp_path / "plan.json")
         pos = {a.atom_id: i for i, a in enumerate(prep.atoms)}
         assert noisy is not None and len(noisy) == len(prep.atoms)
         assert [a.noisy_mass for a in plan.atoms] == [noisy[pos[a.atom_id]] for a in plan.atoms]
         assert ledger.status(prep.con, "t").epsilon_spent == pytest.approx(1.0)
-        assert pipeline.make_mechanism.__module__ == "dpspin_sql.release"      # restored
         assert "apply" not in prep.mechanism(cfg).__dict__
         # a second release on the exhausted budget is refused, and the observer is gone again
         from dpspin_sql.errors import BudgetExceeded
 
         with pytest.raises(BudgetExceeded):
-            runner.release_capturing(prep, cfg, sk, prep.atoms, "t", tmp_path / "plan2.json")
+            runner.release_capturing(prep, cfg, sk, "t", tmp_path / "plan2.json")
         assert not (tmp_path / "plan2.json").exists()
     finally:
         prep.close()

@@ -11,8 +11,8 @@ import pytest
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import BadInput, BudgetExceeded
-from dpspin_sql.pipeline import release_and_charge
-from dpspin_sql.release import ReleaseConfig
+from dpspin_sql.release import release
+from dpspin_sql.request import ReleaseRequest
 from tests.helpers_core import assert_one_line_error, cli, snapshot, synthetic_store
 
 
@@ -25,7 +25,19 @@ def release_args(db, out, *, mechanism="laplace", epsilon=0.1, delta=None, unit=
 
 
 def charge(con, eps, delta=0.0):
-    return ledger.charge(con, eps, delta, mechanism="laplace", params={}, measurements=[], plan_path=None)
+    """A charge backed by a real OpenDP measurement whose own map gives its cost, as every
+    release's is (the ledger refuses to spend next to a row whose charge its maps do not give)."""
+    import opendp.prelude as dp
+
+    measurements = []
+    if isinstance(eps, float) and math.isfinite(eps) and eps > 0 and delta == 0:
+        dp.enable_features("contrib")
+        meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=dp.i64), size=1), dp.l1_distance(T=dp.i64),
+                                 scale=1 / eps)
+        eps = float(meas.map(1))
+        measurements = [{"name": "laplace", "d_in": 1, "measurement": dp.serialize(meas)}]
+    return ledger.charge(con, eps, delta, mechanism="laplace", params={}, measurements=measurements,
+                         plan_path=None)
 
 
 # ------------------------------------------------------------------------------ refusals via the CLI
@@ -46,8 +58,12 @@ def test_overspend_refused_exit_1_no_plan_existing_plan_untouched(tmp_path, caps
     assert "refused" in err
     assert not fresh.exists()
     assert not fresh.with_name("second.dictionary.json").exists()
-    # an existing plan at --out: left exactly as it was
-    rc, out, err = cli(capsys, *release_args(db, first, epsilon=0.6, mechanism="gaussian", delta=1e-6))
+    # an existing plan at --out: refused without --force (exit 2); refused over budget with
+    # --force (exit 1); either way left exactly as it was
+    rc, out, err = cli(capsys, *release_args(db, first, epsilon=0.1, mechanism="gaussian", delta=1e-6))
+    assert_one_line_error(rc, out, err, code=2)
+    assert "--force" in err
+    rc, out, err = cli(capsys, *release_args(db, first, epsilon=0.6, mechanism="gaussian", delta=1e-6), "--force")
     assert_one_line_error(rc, out, err, code=1)
     assert first.read_bytes() == before_plan and os.stat(first).st_mtime_ns == before_mtime
     assert snapshot(db) == before_store                 # nothing charged
@@ -85,7 +101,7 @@ def test_library_release_over_budget_raises_and_writes_nothing(tmp_path):
     con = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=0.5, close=False)
     out = tmp_path / "plan.json"
     with pytest.raises(BudgetExceeded):
-        release_and_charge(con, ReleaseConfig(mechanism="laplace", epsilon=0.6, unit="record", L=3), out_path=out)
+        release(con, ReleaseRequest(mechanism="laplace", epsilon=0.6, unit="record", L=3), out=out)
     assert not out.exists()
     assert ledger.status(con).releases == []
 

@@ -23,8 +23,9 @@ from scipy import optimize, stats
 
 from dpspin_sql import ledger
 from dpspin_sql.errors import BadInput
-from dpspin_sql.pipeline import release_and_charge
-from dpspin_sql.release import ReleaseConfig, make_mechanism
+from dpspin_sql.release import release
+from dpspin_sql.mechanisms import make_mechanism
+from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sensitivity import fixed_point_d_in, sensitivity
 from dpspin_sql.sketch import SCALE, fixed_bound
 from tests.helpers_core import synthetic_store
@@ -63,13 +64,13 @@ def analytic_gaussian_epsilon(sigma_over_delta2: float, delta: float) -> float:
 @pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 4.0])
 def test_laplace_cost(unit, adjacency, eps):
     B = 2.0
-    mech = make_mechanism(ReleaseConfig(mechanism="laplace", epsilon=eps, unit=unit, adjacency=adjacency, B=B,
+    mech = make_mechanism(ReleaseRequest(mechanism="laplace", epsilon=eps, unit=unit, adjacency=adjacency, B=B if unit == 'user' else None,
                                         L=5), m=20)
     (part,) = mech.parts
     spec = sensitivity(unit, adjacency, B)
     assert part.d_in == d_in_of(unit, adjacency, B).l1 == spec.l1 * SCALE
     cost_eps, cost_delta = mech.cost
-    assert cost_delta == 0.0 and mech.config.effective_delta == 0.0
+    assert cost_delta == 0.0 and mech.request.delta == 0.0
     assert cost_eps <= eps and cost_eps == pytest.approx(eps, rel=1e-9)
     # SPEC: Lap(Δ1/ε) — the map is Δ1/b, at the scale actually used
     assert cost_eps == pytest.approx(part.d_in / part.noise_scale, rel=1e-12)
@@ -82,8 +83,8 @@ def test_laplace_cost(unit, adjacency, eps):
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-6), (1.0, 1e-5), (3.0, 1e-8), (10.0, 1e-6)])
 def test_gaussian_zcdp_cost(unit, adjacency, eps, delta):
     B = 5.0
-    mech = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=eps, delta=delta, unit=unit,
-                                        adjacency=adjacency, B=B, L=5), m=20)
+    mech = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=eps, delta=delta, unit=unit,
+                                        adjacency=adjacency, B=B if unit == 'user' else None, L=5), m=20)
     (part,) = mech.parts
     assert part.d_in == d_in_of(unit, adjacency, B).l2
     cost_eps, cost_delta = mech.cost
@@ -108,8 +109,8 @@ def test_gaussian_zcdp_cost(unit, adjacency, eps, delta):
 @pytest.mark.parametrize("eps,frac", [(1.0, 0.5), (0.3, 0.2), (2.0, 0.8)])
 def test_private_topL_cost(unit, adjacency, eps, frac):
     B, L, delta = 2.0, 7, 1e-6
-    mech = make_mechanism(ReleaseConfig(mechanism="private_topL", epsilon=eps, delta=delta, unit=unit,
-                                        adjacency=adjacency, B=B, L=L, selection_fraction=frac), m=30)
+    mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=eps, delta=delta, unit=unit,
+                                        adjacency=adjacency, B=B if unit == 'user' else None, L=L, selection_fraction=frac), m=30)
     select, values = mech.parts
     d = d_in_of(unit, adjacency, B)
     assert select.d_in == d.linf and values.d_in == d.l2
@@ -125,8 +126,8 @@ def test_private_topL_cost(unit, adjacency, eps, frac):
     assert select.epsilon == pytest.approx(factor * L * d.linf / select.noise_scale, rel=1e-9)
     assert mech.extra["monotonic"] is (adjacency == "add_drop")
     # values: the gaussian of the same (ε_val, δ) at the same Δ2
-    alone = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=values.epsilon, delta=delta, unit=unit,
-                                         adjacency=adjacency, B=B, L=L), m=30)
+    alone = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=values.epsilon, delta=delta, unit=unit,
+                                         adjacency=adjacency, B=B if unit == 'user' else None, L=L), m=30)
     assert values.noise_scale == pytest.approx(alone.parts[0].noise_scale, rel=1e-6)
 
 
@@ -134,7 +135,7 @@ def test_private_topL_cost(unit, adjacency, eps, frac):
 @pytest.mark.parametrize("mechanism", ["gaussian", "private_topL"])
 def test_classical_refused_for_eps_at_least_one(eps, mechanism):
     with pytest.raises(BadInput, match="classical"):
-        make_mechanism(ReleaseConfig(mechanism=mechanism, epsilon=eps, calibration="classical", L=3), m=10)
+        make_mechanism(ReleaseRequest(mechanism=mechanism, epsilon=eps, calibration="classical", L=3), m=10)
 
 
 @pytest.mark.parametrize("unit", UNITS)
@@ -142,8 +143,8 @@ def test_classical_refused_for_eps_at_least_one(eps, mechanism):
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-6), (0.5, 1e-5), (0.99, 1e-8)])
 def test_classical_sigma(unit, adjacency, eps, delta):
     B = 2.0
-    mech = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=eps, delta=delta, unit=unit,
-                                        adjacency=adjacency, B=B, calibration="classical", L=3), m=10)
+    mech = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=eps, delta=delta, unit=unit,
+                                        adjacency=adjacency, B=B if unit == 'user' else None, calibration="classical", L=3), m=10)
     (part,) = mech.parts
     expected = part.d_in * math.sqrt(2 * math.log(1.25 / delta)) / eps
     assert part.noise_scale == pytest.approx(expected, rel=1e-12)
@@ -160,8 +161,8 @@ def test_classical_sigma(unit, adjacency, eps, delta):
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-5), (0.2, 1e-5), (0.3, 1e-5), (0.5, 1e-5),
                                        (0.1, 1e-6), (0.2, 1e-6), (0.3, 1e-6)])
 def test_zcdp_sigma_20_to_31_percent_below_classical(eps, delta):
-    z = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=eps, delta=delta, L=1), m=4).noise_scale
-    c = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=eps, delta=delta, L=1,
+    z = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=eps, delta=delta, L=1), m=4).noise_scale
+    c = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=eps, delta=delta, L=1,
                                      calibration="classical"), m=4).noise_scale
     assert 0.20 <= 1 - z / c <= 0.31, 1 - z / c
 
@@ -170,7 +171,7 @@ def test_zcdp_sigma_20_to_31_percent_below_classical(eps, delta):
 @pytest.mark.parametrize("delta", [1e-5, 1e-6, 1e-8])
 def test_zcdp_sigma_between_analytic_and_classical(eps, delta):
     """Every ε ≤ 1: strictly below classical, never below the exact (analytic) Gaussian σ."""
-    mech = make_mechanism(ReleaseConfig(mechanism="gaussian", epsilon=eps, delta=delta, L=1), m=4)
+    mech = make_mechanism(ReleaseRequest(mechanism="gaussian", epsilon=eps, delta=delta, L=1), m=4)
     part = mech.parts[0]
     classical = part.d_in * math.sqrt(2 * math.log(1.25 / delta)) / eps
     assert part.noise_scale < classical
@@ -188,10 +189,10 @@ def released_store(tmp_path_factory):
 @pytest.mark.parametrize("adjacency", ADJ)
 def test_ledger_measurements_rebuild_to_the_same_cost(released_store, mechanism, unit, adjacency):
     con = released_store
-    config = ReleaseConfig(mechanism=mechanism, epsilon=0.7, delta=1e-6, unit=unit, adjacency=adjacency, B=2.0,
+    config = ReleaseRequest(mechanism=mechanism, epsilon=0.7, delta=1e-6, unit=unit, adjacency=adjacency, B=2.0 if unit == 'user' else None,
                            K=3, L=4)
     mech = make_mechanism(config, m=12)
-    plan = release_and_charge(con, config)
+    plan = release(con, config)
     records = ledger.measurements(con, plan.release_id)
     assert [r["d_in"] for r in records] == [p.d_in for p in mech.parts]
     rebuilt = ledger.recompute_cost(records)
@@ -293,8 +294,8 @@ def gaussian_scale_test(noise: np.ndarray, sigma: float) -> tuple[bool, float, t
 
 
 @pytest.mark.parametrize("config", [
-    ReleaseConfig(mechanism="laplace", epsilon=1.0, unit="record", adjacency="add_drop", L=2000),
-    ReleaseConfig(mechanism="laplace", epsilon=0.3, unit="user", adjacency="replace", B=2.0, L=2000),
+    ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="record", adjacency="add_drop", L=2000),
+    ReleaseRequest(mechanism="laplace", epsilon=0.3, unit="user", adjacency="replace", B=2.0, L=2000),
 ], ids=["record-add_drop", "user-replace"])
 def test_laplace_noise_scale(config):
     """Σ|X| over 20,000 coordinates (10 releases, m = L = 2000). False failure ≤ 5e-7 (exact
@@ -317,8 +318,8 @@ def test_laplace_noise_scale(config):
 
 
 @pytest.mark.parametrize("config", [
-    ReleaseConfig(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="record", adjacency="add_drop", L=2000),
-    ReleaseConfig(mechanism="gaussian", epsilon=0.5, delta=1e-5, unit="user", adjacency="replace", B=2.0,
+    ReleaseRequest(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="record", adjacency="add_drop", L=2000),
+    ReleaseRequest(mechanism="gaussian", epsilon=0.5, delta=1e-5, unit="user", adjacency="replace", B=2.0,
                   calibration="classical", L=2000),
 ], ids=["record-add_drop-zcdp", "user-replace-classical"])
 def test_gaussian_noise_scale(config):
@@ -342,7 +343,7 @@ def test_gaussian_noise_scale(config):
 def test_private_topL_value_noise_scale():
     """The Gaussian values of private_topL: 100 releases with m = L = 200 (20,000 draws).
     Same test and bounds as above (false failure ≤ 5e-7)."""
-    mech = make_mechanism(ReleaseConfig(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=200), m=200)
+    mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=200), m=200)
     sigma = mech.parts[1].noise_scale
     assert mech.noise_scale == sigma / SCALE
     noise = _drawn_noise(mech, FIXED_SKETCH[:200], rounds=100)
@@ -360,7 +361,7 @@ def test_private_topL_selection_noise_scale(adjacency):
     N = 12,000 draws; acceptance = exact binomial quantiles at 2.5e-7 each side (false
     failure ≤ 5e-7); at s×1.3 (p ≈ 0.293) and s×0.7 (p ≈ 0.186) the chance of passing is
     computed exactly from the binomial and asserted ≤ 1e-6."""
-    mech = make_mechanism(ReleaseConfig(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=1,
+    mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=1,
                                         adjacency=adjacency), m=2)
     select = mech.parts[0]
     s = select.noise_scale
@@ -389,7 +390,7 @@ def test_private_topL_selection_noise_scale(adjacency):
 @pytest.mark.parametrize("L", [1, 5, 30])
 def test_private_topL_admits_L_distinct_ranked(adjacency, L):
     m = 30
-    mech = make_mechanism(ReleaseConfig(mechanism="private_topL", epsilon=0.5, delta=1e-6, L=L,
+    mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=0.5, delta=1e-6, L=L,
                                         adjacency=adjacency, unit="user", B=2.0), m=m)
     mass = np.array([SCALE * (j * 37 % 11) for j in range(m)], dtype=np.int64)
     for _ in range(20):
@@ -402,7 +403,7 @@ def test_private_topL_admits_L_distinct_ranked(adjacency, L):
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_full_sketch_mechanisms_admit_noisy_top_L(mechanism):
     m, L = 50, 8
-    mech = make_mechanism(ReleaseConfig(mechanism=mechanism, epsilon=0.5, delta=1e-6, L=L), m=m)
+    mech = make_mechanism(ReleaseRequest(mechanism=mechanism, epsilon=0.5, delta=1e-6, L=L), m=m)
     mass = np.array([SCALE * j for j in range(m)], dtype=np.int64)
     rel = mech.apply(mass)
     assert len(set(rel.admitted)) == L
@@ -411,7 +412,7 @@ def test_full_sketch_mechanisms_admit_noisy_top_L(mechanism):
 
 def test_monotonic_selection_under_add_drop_only():
     def make(adjacency):
-        return make_mechanism(ReleaseConfig(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=5,
+        return make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=5,
                                             adjacency=adjacency, unit="user", B=2.0), m=20)
 
     add, rep = make("add_drop"), make("replace")
@@ -424,7 +425,7 @@ def test_monotonic_selection_under_add_drop_only():
 
 
 def test_apply_rejects_a_float_or_misshaped_sketch():
-    mech = make_mechanism(ReleaseConfig(mechanism="laplace", epsilon=1.0, L=2), m=4)
+    mech = make_mechanism(ReleaseRequest(mechanism="laplace", epsilon=1.0, L=2), m=4)
     with pytest.raises(ValueError):
         mech.apply(np.zeros(4, dtype=np.float64))
     with pytest.raises(ValueError):

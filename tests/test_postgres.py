@@ -20,7 +20,8 @@ from conftest import open_copy
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sql import audit_statement, run_sql
-from dpspin_sql.sql.run import duckdb_sketch
+from dpspin_sql.engines.duckdb import DuckDBEngine
+from dpspin_sql.engines.postgres import PostgresEngine
 from test_sql_run import build_store, stmt
 
 pytestmark = pytest.mark.postgres
@@ -65,7 +66,7 @@ def pg_dsn():
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory, pg_dsn) -> Path:
-    from dpspin_sql import postgres
+    from dpspin_sql.engines import postgres
 
     path = build_store(tmp_path_factory.mktemp("pg") / "template.duckdb")
     con = store.connect(path)
@@ -83,7 +84,7 @@ def con(template, tmp_path):
 
 @pytest.fixture()
 def pg(pg_dsn):
-    from dpspin_sql import postgres
+    from dpspin_sql.engines import postgres
 
     with contextlib.closing(postgres.connect(pg_dsn)) as c:
         yield c
@@ -97,10 +98,11 @@ def pg(pg_dsn):
     ("user", 5, 0.3, ""),
 ])
 def test_postgres_sketch_equals_duckdb_exactly(con, pg, unit, K, B, where):
-    from dpspin_sql.postgres import postgres_sketch
 
     audited = audit_statement(stmt(unit=unit, K=K, B=B, where=where))
-    ours, theirs = postgres_sketch(pg, audited), duckdb_sketch(con, audited)
+    bounds = audited.request.bounds
+    ours = PostgresEngine(audited.filters, pg=pg).sketch(con, bounds)
+    theirs = DuckDBEngine(audited.filters).sketch(con, bounds)
     assert ours.mass.sum() > 0
     np.testing.assert_array_equal(ours.mass, theirs.mass)
     assert (ours.n_records, ours.n_users) == (theirs.n_records, theirs.n_users)

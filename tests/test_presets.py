@@ -26,7 +26,7 @@ def test_cfpb_null_id_gets_a_marked_surrogate(tmp_path):
         dict(EXTRA, complaint_id="1", product="P", issue="I", sub_issue=None, narrative="text one"),
         dict(EXTRA, complaint_id=None, product="P", issue="I", sub_issue="S", narrative="text two")])
     con = store.connect(tmp_path / "s.duckdb", create=True)
-    assert presets.load_preset(con, "cfpb", f) == 2
+    assert presets.load_preset(con, "cfpb", f).loaded == 2
     ids = sorted(r[0] for r in con.execute("SELECT record_id FROM records").fetchall())
     assert ids[0] == "1" and ids[1].startswith("noid-")
     meta = json.loads(con.execute("SELECT metadata FROM records WHERE record_id = '1'").fetchall()[0][0])
@@ -38,7 +38,7 @@ def test_amazon_drops_exact_duplicates_and_joins_title(tmp_path):
            "timestamp": 1}
     f = write_jsonl(tmp_path / "a.jsonl.gz", [row, row, dict(row, timestamp=2)])
     con = store.connect(tmp_path / "s.duckdb", create=True)
-    assert presets.load_preset(con, "amazon", f) == 2
+    assert presets.load_preset(con, "amazon", f).loaded == 2
     assert {r[0] for r in con.execute("SELECT text FROM records").fetchall()} == {"Nice. soft skin"}
     assert {r[0] for r in con.execute("SELECT user_id FROM records").fetchall()} == {"U1"}
 
@@ -51,7 +51,7 @@ def test_yelp_keeps_restaurants_only(tmp_path):
         {"business_id": "b1", "name": "T", "categories": "Mexican; Restaurants"},
         {"business_id": "b2", "name": "H", "categories": "Hair Salons; Beauty"}])
     con = store.connect(tmp_path / "s.duckdb", create=True)
-    assert presets.load_preset(con, "yelp", reviews, split="aux") == 1
+    assert presets.load_preset(con, "yelp", reviews, split="aux").loaded == 1
     assert con.execute("SELECT record_id, user_id, split FROM records").fetchall() == [("r1", "u1", "aux")]
 
 
@@ -75,5 +75,5 @@ def test_bad_preset_input(tmp_path):
     ("yelp", ("yelp_phoenix_2013", "reviews.jsonl.gz"), 6911, 4843)])
 def test_real_corpora_counts(tmp_path, preset, parts, n, users):
     con = store.connect(tmp_path / "s.duckdb", create=True)
-    assert presets.load_preset(con, preset, shared(*parts)) == n
+    assert presets.load_preset(con, preset, shared(*parts)).loaded == n
     assert con.execute("SELECT count(DISTINCT user_id) FROM records").fetchall()[0][0] == users

@@ -48,8 +48,11 @@ def test_record_level_ignores_B(adjacency, B):
     ("user", "replace", float("nan")), ("user", "replace", float("inf")), ("user", "add_drop", -float("inf")),
 ])
 def test_bad_arguments_are_bad_input(unit, adjacency, B):
+    """The table is looked up only by a request, which refuses these before the lookup."""
+    from dpspin_sql.request import ReleaseRequest
+
     with pytest.raises(BadInput):
-        sensitivity(unit, adjacency, B)
+        ReleaseRequest(mechanism="laplace", unit=unit, adjacency=adjacency, B=B)
 
 
 # ----------------------------------------------------------------------------- fixed point

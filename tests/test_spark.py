@@ -58,7 +58,7 @@ def build_amazon_store(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def spark():
-    from dpspin_sql.spark import get_session
+    from dpspin_sql.engines.spark import get_session
 
     session = get_session("local[2]")
     yield session
@@ -94,17 +94,17 @@ def hostile(con):
     ("user", 3, 1.0, "(metadata filter)", None),        # replaced below (JSON extraction)
 ])
 def test_spark_sketch_equals_duckdb_exactly(spark, con, request, unit, K, B, where, assign):
-    from dpspin_sql.spark import spark_sketch
+    from dpspin_sql.engines.spark import SparkEngine
     from dpspin_sql.sql import audit_statement
-    from dpspin_sql.sql.run import duckdb_sketch
+    from dpspin_sql.engines.duckdb import DuckDBEngine
 
     if assign is None:  # a metadata filter: JSON extraction transpiled to GET_JSON_OBJECT
         where, assign = "TRY_CAST(metadata->>'$.rating' AS DOUBLE) >= 4", "table"
     if assign == "table":
         con = request.getfixturevalue("hostile")
     audited = audit_statement(statement(unit, K=K, B=B, where=where))
-    ours = spark_sketch(con, audited, spark=spark, assign=assign)
-    theirs = duckdb_sketch(con, audited)
+    ours = SparkEngine(audited.filters, session=spark, assign=assign).sketch(con, audited.request.bounds)
+    theirs = DuckDBEngine(audited.filters).sketch(con, audited.request.bounds)
     assert ours.mass.sum() > 0
     np.testing.assert_array_equal(ours.mass, theirs.mass)
     assert (ours.unit, ours.K, ours.B, ours.n_records, ours.n_users) == \
@@ -116,13 +116,15 @@ def test_a_filter_that_raises_under_ansi_does_not_fail_the_spark_job(spark, con)
     would be an error oracle. The filters run with ANSI off, so the raising term is NULL
     (no match) and the sketch equals the one of the remaining term. (Engines disagree on
     x / 0 itself — DuckDB gives inf — so this compares Spark with Spark.)"""
-    from dpspin_sql.spark import spark_sketch
+    from dpspin_sql.engines.spark import SparkEngine
     from dpspin_sql.sql import audit_statement
 
     raising = "length(text) / (length(text) - length(text)) > 0 OR text ILIKE '%hair%'"
-    got = spark_sketch(con, audit_statement(statement("user", where=raising)), spark=spark, assign="table")
-    plain = spark_sketch(con, audit_statement(statement("user", where="text ILIKE '%hair%'")), spark=spark,
-                         assign="table")
+    def on_spark(where):
+        audited = audit_statement(statement("user", where=where))
+        return SparkEngine(audited.filters, session=spark, assign="table").sketch(con, audited.request.bounds)
+
+    got, plain = on_spark(raising), on_spark("text ILIKE '%hair%'")
     assert got.mass.sum() > 0
     np.testing.assert_array_equal(got.mass, plain.mass)
 
@@ -130,7 +132,7 @@ def test_a_filter_that_raises_under_ansi_does_not_fail_the_spark_job(spark, con)
 def test_spark_assignment_equals_one_batch_scoring(spark, con):
     """Per-partition, batched scoring on Spark gives the very floats of one in-process call."""
     from dpspin_sql.assign import load_scorer
-    from dpspin_sql.spark import assign_on_spark, saved_scorer_bytes
+    from dpspin_sql.engines.spark import assign_on_spark, saved_scorer_bytes
 
     rows = con.execute("SELECT record_id, text FROM records WHERE split = 'target' ORDER BY record_id").fetchall()
     records = spark.createDataFrame(rows, "record_id string, text string").repartition(3)

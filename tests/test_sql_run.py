@@ -13,7 +13,11 @@ from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal, BadInput, BudgetExceeded
 from dpspin_sql.sketch import compute_sketch
 from dpspin_sql.sql import audit_statement, emit_sketch, run_sql
-from dpspin_sql.sql.run import duckdb_sketch, release_config
+from dpspin_sql.engines.duckdb import DuckDBEngine
+
+
+def duckdb_sketch(con, audited):
+    return DuckDBEngine(audited.filters).sketch(con, audited.request.bounds)
 
 OPTS = "epsilon = 1.0, delta = 1e-6, privacy_unit_column = user_id, contribution_bound = 1, mechanism = 'gaussian', top = 10"
 EXAMPLE = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) atom_id, DPSPIN_MASS(weight) "
@@ -117,12 +121,12 @@ PLAN_KEYS = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacen
     (EXAMPLE_RECORD, dict(mechanism="gaussian", epsilon=1.0, delta=1e-6, unit="record", K=3, L=10)),
 ])
 def test_plan_matches_dpspin_release_and_charges_the_ledger(con, tmp_path, sql, config):
-    from dpspin_sql.pipeline import release_and_charge
-    from dpspin_sql.release import ReleaseConfig
+    from dpspin_sql.release import release
+    from dpspin_sql.request import ReleaseRequest
 
-    assert release_config(audit_statement(sql)) == ReleaseConfig(**config)
+    assert audit_statement(sql).request == ReleaseRequest(**config)
     ours = run_sql(con, sql, tmp_path / "sql_plan.json").to_dict()
-    theirs = release_and_charge(con, ReleaseConfig(**config), out_path=tmp_path / "plan.json").to_dict()
+    theirs = release(con, ReleaseRequest(**config), out=tmp_path / "plan.json").to_dict()
     assert set(ours) == set(theirs)
     assert {k: ours[k] for k in PLAN_KEYS} == {k: theirs[k] for k in PLAN_KEYS}
     assert [set(a) for a in ours["atoms"]] == [set(a) for a in theirs["atoms"]]
@@ -245,13 +249,15 @@ def test_cli_emit_sketch_prints_the_enforced_query(capsys, dialect, marker):
 def test_a_mechanism_for_another_scale_is_refused(con, tmp_path):
     """A caller-supplied mechanism must match the config, the fixed-point scale and its
     charged cost; one calibrated for scale 1 would add almost no noise to 2^24 units."""
-    from dpspin_sql.pipeline import release_and_charge
-    from dpspin_sql.release import ReleaseConfig, make_mechanism
+    from dpspin_sql.release import release
+    from dpspin_sql.engines.given import GivenSketch
+    from dpspin_sql.mechanisms import make_mechanism
+    from dpspin_sql.request import ReleaseRequest
 
-    cfg = ReleaseConfig(mechanism="laplace", epsilon=1.0, unit="user", L=3)
+    cfg = ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="user", L=3)
     sketch = compute_sketch(con, "user", K=3, B=1.0)
     with pytest.raises(BadInput, match="fixed-point scale"):
-        release_and_charge(con, cfg, sketch=sketch, mechanism=make_mechanism(cfg, sketch.m, scale=1))
+        release(con, cfg, GivenSketch(sketch), mechanism=make_mechanism(cfg, sketch.m, scale=1))
     assert ledger.status(con).epsilon_spent == 0
 
 

@@ -1,13 +1,16 @@
-"""DuckDB functions the package registers on every connection it opens.
+"""DuckDB functions the package registers in every store it opens.
 
 They are SQL macros (`udfs/*.sql`): native SQL runs inside DuckDB's vectorised engine,
-where a Python scalar UDF is ~35x slower on the same work (../shared/NOTES.md). The
-sketch queries use `dpspin_fix` and `dpspin_clip`; `dpspin_sql.sql.transpile` inlines
-them for engines that have no such macros.
+where a Python scalar UDF is ~35x slower on the same work. The sketch queries use
+`dpspin_fix` and `dpspin_clip`; `dpspin_sql.sql.transpile` inlines them for engines that
+have no such macros. Macros are persistent catalog entries: `store.connect` creates them
+once, not on every connection (concurrent CREATE OR REPLACE conflicts in DuckDB).
 """
 from importlib.resources import files
 
 import duckdb
+
+NAMES = ("dpspin_unit_hash", "dpspin_fix", "dpspin_clip")
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:

@@ -31,7 +31,7 @@ import yaml
 from dpspin_sql.errors import BadInput
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MECHANISMS = ("laplace", "gaussian", "private_topL")
+MECHANISMS = ("laplace", "gaussian", "private_topL")   # the grid's default sweep
 
 # Values shared by every dataset (the paper's main configuration, SPEC §7).
 COMMON: dict = {
@@ -203,8 +203,6 @@ def expand_dataset(ds_name: str, defaults: dict, overrides: dict, ddir: Path, gr
         for n, m, K, L, mech, eps, delta, B, seed in itertools.product(
                 sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
                 _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
-            if mech not in MECHANISMS:
-                raise BadInput(f"unknown mechanism {mech!r}; use one of {', '.join(MECHANISMS)}")
             run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps,
                              delta=delta, B=B, seed=seed)
             if run["run_id"] in seen:      # laplace repeated per δ
@@ -230,7 +228,32 @@ def run_config(cfg: dict, grid_name: str, *, unit, n, m, K, L, mechanism, epsilo
     })
     run["prep_key"] = prep_key(run)
     run["run_id"] = run_id(run)
+    request_of(run)   # a bad grid value fails at expansion, before any run starts
     return run
+
+
+# ReleaseRequest field -> the grid key that sets it
+GRID_KEYS = {"B": "B", "K": "K", "L": "L", "unit": "units", "mechanism": "mechanism", "epsilon": "epsilon",
+             "delta": "delta", "adjacency": "adjacency", "selection_fraction": "selection_fraction",
+             "calibration": "calibration", "public_denominator": "public_denominator"}
+
+
+def request_of(run: dict):
+    """The release request of one run (a bad value names the grid key that set it)."""
+    from dpspin_sql.request import ReleaseRequest, RequestError
+
+    mechanism = run["mechanism"]
+    try:
+        return ReleaseRequest(
+            mechanism=mechanism, epsilon=run["epsilon"], delta=run["delta"] if mechanism != "laplace" else None,
+            unit=run["unit"], adjacency=run["adjacency"], B=run["B"] if run["unit"] == "user" else None,
+            K=run["K"], L=run["L"],
+            selection_fraction=run["selection_fraction"] if mechanism == "private_topL" else None,
+            calibration=run["calibration"] if mechanism != "laplace" else None,
+            public_denominator=run.get("public_denominator"))
+    except RequestError as exc:
+        raise BadInput(f"grid {run['grid']}, dataset {run['dataset']}: {exc.named(GRID_KEYS.get(exc.field, exc.field))}"
+                       ) from None
 
 
 def run_id(run: dict) -> str:

@@ -213,12 +213,13 @@ class Prep:
             mpath.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
         return cls(path, json.loads(mpath.read_text(encoding="utf-8")))
 
-    def mechanism(self, config):
-        from dpspin_sql.release import make_mechanism
+    def mechanism(self, request):
+        """One calibration per distinct request (a grid cell's seeds share it)."""
+        from dpspin_sql.mechanisms import make_mechanism
 
-        key = (json.dumps(dataclasses.asdict(config), sort_keys=True, default=str), len(self.atoms))
+        key = (json.dumps(request.public_params(), sort_keys=True, default=str), len(self.atoms))
         if key not in self._mech_cache:
-            self._mech_cache[key] = make_mechanism(config, len(self.atoms))
+            self._mech_cache[key] = make_mechanism(request, len(self.atoms))
         return self._mech_cache[key]
 
 
@@ -299,8 +300,9 @@ def execute_run(prep: Prep, run: dict, runs_dir: Path) -> tuple[bool, str]:
 def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     from dpspin_sql import ledger, split
     from dpspin_sql.decode import summarize, write_summary
+    from dpspin_sql.experiment.grid import request_of
+    from dpspin_sql.mechanisms import NoisyRelease
     from dpspin_sql.plan import make_plan
-    from dpspin_sql.release import NoisyRelease, ReleaseConfig
     from dpspin_sql.sketch import compute_sketch
     from dpspin_sql.verify import verify
 
@@ -315,7 +317,8 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
         probe_info = probe.insert_probe_records(con, run["probe"], int(run["K"]))
     try:
         n_rec, n_usr = con.execute(queries.load("experiment_target_counts")).fetchall()[0]
-        sk = compute_sketch(con, run["unit"], int(run["K"]), float(run["B"]))
+        request = request_of(run)
+        sk = compute_sketch(con, request.unit, request.K, request.B)
         truth = _truth_vector(con, prep) if prep.truth_keys else None
     finally:
         if probe_info is not None:
@@ -325,17 +328,12 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     C = sk.as_float()
     atoms = prep.atoms
     m = len(atoms)
-    L = int(run["L"])
-    config = ReleaseConfig(mechanism=run["mechanism"], epsilon=float(run["epsilon"]),
-                           delta=float(run["delta"]) if run["mechanism"] != "laplace" else 1e-6,
-                           unit=run["unit"], adjacency=run["adjacency"], B=float(run["B"]), K=int(run["K"]),
-                           L=L, selection_fraction=float(run["selection_fraction"]),
-                           calibration=run["calibration"], public_denominator=run.get("public_denominator"))
-    mech = prep.mechanism(config)
+    L = request.L
+    mech = prep.mechanism(request)
     eps_cost, delta_cost = mech.cost
     ledger_dataset = f"{run['run_id']}#{uuid.uuid4().hex[:8]}"
     ledger.set_budget(con, eps_cost, delta_cost, ledger_dataset)
-    plan, full_noisy = release_capturing(prep, config, sk, atoms, ledger_dataset, out / "private_plan.json")
+    plan, full_noisy = release_capturing(prep, request, sk, ledger_dataset, out / "private_plan.json")
 
     dictionary = [{"atom_id": a.atom_id, "label": a.label} for a in atoms]
     result = summarize(plan, decoder=run["decoder"], max_attempts=int(run["max_attempts"]), dictionary=dictionary)
@@ -400,19 +398,19 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     return cfg, met
 
 
-def release_capturing(prep: Prep, config, sketch, atoms, dataset: str, out_path: Path):
-    """`pipeline.release_and_charge`, keeping the full noisy vector of a full-sketch release
-    for the value-error metrics (SPEC §6). The vector never reaches the plan: the mechanism
-    hands it to `observe` inside the curator. Returns (plan, vector | None).
+def release_capturing(prep: Prep, request, sketch, dataset: str, out_path: Path):
+    """`release.release` on the run's sketch, keeping the full noisy vector of a full-sketch
+    release for the value-error metrics (docs/EXPERIMENTS.md). The vector never reaches the
+    plan: the mechanism hands it to `observe` inside the curator. Returns (plan, vector | None).
     """
-    from dpspin_sql import pipeline
+    from dpspin_sql.engines.given import GivenSketch
+    from dpspin_sql.release import release
 
     captured: dict = {}
-    plan = pipeline.release_and_charge(prep.con, config, sketch=sketch, out_path=out_path, atoms=atoms,
-                                       dataset=dataset, mechanism=prep.mechanism(config),
-                                       observe=lambda v: captured.__setitem__("noisy", v))
+    plan = release(prep.con, request, GivenSketch(sketch, name="experiment"), out=out_path, dataset=dataset,
+                   mechanism=prep.mechanism(request), observe=lambda v: captured.__setitem__("noisy", v))
     noisy = captured.get("noisy")
-    if noisy is not None and len(noisy) != len(atoms):
+    if noisy is not None and len(noisy) != len(prep.atoms):
         noisy = None
     return plan, noisy
 

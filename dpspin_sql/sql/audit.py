@@ -23,9 +23,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sql.dialect import DifferentialPrivacy, DpspinMass
 from dpspin_sql.sql.errors import refuse
-from dpspin_sql.sql.options import DPOptions, read_options
+from dpspin_sql.sql.options import DPOptions, read_options, to_request
+from dpspin_sql.sql.rewrite import SketchFilters
 
 ASSIGNMENTS = "assignments"
 RECORDS = "records"
@@ -68,21 +70,21 @@ _WHERE_ARGS = {  # node type -> args allowed to be set (keeps e.g. IN (subquery)
 
 @dataclass
 class Audited:
-    """What the rewrite needs from an accepted statement."""
+    """What an accepted statement asks for: the release request and the sketch's filters."""
 
     options: DPOptions
-    unit: str                                   # record | user
+    request: ReleaseRequest
     records_filter: exp.Expression | None       # columns unqualified, over `records`
     assignments_filter: exp.Expression | None   # columns unqualified, over `assignments`
     statement: exp.Select
 
     @property
-    def K(self) -> int:
-        return int(self.options.get("max_atoms_per_record", 3))
+    def unit(self) -> str:
+        return self.request.unit
 
     @property
-    def B(self) -> float:
-        return float(self.options.get("contribution_bound", 1.0)) if self.unit == "user" else 1.0
+    def filters(self) -> SketchFilters:
+        return SketchFilters(self.records_filter, self.assignments_filter)
 
 
 def audit(statement: exp.Expression) -> Audited:
@@ -93,7 +95,8 @@ def audit(statement: exp.Expression) -> Audited:
     records_filter, assignments_filter = _check_where(select, scope)
     options = read_options(select.args["hint"])
     unit = _privacy_unit(options, scope)
-    return Audited(options, unit, records_filter, assignments_filter, select)
+    return Audited(options, to_request(options, unit, select.args["hint"]), records_filter, assignments_filter,
+                   select)
 
 
 # -- statement and clauses ---------------------------------------------------------------
@@ -341,11 +344,7 @@ def _conjoin(terms: list[exp.Expression]) -> exp.Expression | None:
 
 def _privacy_unit(options: DPOptions, scope: _Scope) -> str:
     column = options.get("privacy_unit_column")
-    bound = options.nodes.get("contribution_bound")
     if column is None:
-        if bound is not None and options.get("contribution_bound") != 1:
-            refuse("contribution_bound without privacy_unit_column: a record-level release has B = 1; "
-                   "set privacy_unit_column = user_id for a user-level bound", bound)
         return "record"
     node = options.nodes["privacy_unit_column"]
     if column.table:
@@ -358,9 +357,6 @@ def _privacy_unit(options: DPOptions, scope: _Scope) -> str:
     if name == "user_id" and table == RECORDS:
         return "user"
     if name == "record_id":
-        if bound is not None and options.get("contribution_bound") != 1:
-            refuse("privacy_unit_column = record_id is record level, where B = 1; drop contribution_bound "
-                   "or use privacy_unit_column = user_id", bound)
         return "record"
     refuse(f"privacy_unit_column = {column.sql()} is not a privacy unit of the store: use user_id "
            "(user level) or record_id / omit it (record level)", node)

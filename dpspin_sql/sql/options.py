@@ -1,20 +1,19 @@
-"""The OPTIONS (...) of a DP-SPIN statement: names, types and ranges.
+"""The OPTIONS (...) of a DP-SPIN statement: names and literal types, translated into a request.
 
-Each option maps onto one parameter of `dpspin release` (SPEC §9). An option that is
-unknown, repeated, of the wrong type or out of range is an audit refusal (exit 1) that
-names the option; `privacy_unit_column` is resolved by the audit, which knows the
-statement's tables.
+Each option maps onto one field of the `ReleaseRequest` (`release_name`). This module
+only reads literals: an option that is unknown, repeated or of the wrong literal type
+is refused here; every range and consistency rule is the request's own, and its errors
+come back by field and are refused pointing at the option that set it (exit 1).
+`privacy_unit_column` is resolved by the audit, which knows the statement's tables.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dpspin_sql.release import CALIBRATIONS, MECHANISMS
+from dpspin_sql.request import CALIBRATIONS, MECHANISMS, ReleaseRequest, RequestError
 from dpspin_sql.sensitivity import ADJACENCIES
-from dpspin_sql.sketch import SCALE_BITS, fixed_bound
 from dpspin_sql.sql.errors import refuse
 
 
@@ -67,7 +66,7 @@ def read_options(clause: exp.Expression) -> DPOptions:
             refuse(f"option {name!r} is given twice", prop)
         opts.nodes[name] = prop
         opts.values[name] = _value(spec, value, prop)
-    _check_ranges(opts)
+    _check_required(opts)
     return opts
 
 
@@ -115,39 +114,29 @@ def _number(value: exp.Expression) -> int | float | None:
     return sign * number
 
 
-def _check_ranges(opts: DPOptions) -> None:
-    v, node = opts.values, opts.nodes
-
-    def bad(name: str, why: str):
-        refuse(f"option {name} = {v[name]} is out of range: {why}", node[name])
-
+def _check_required(opts: DPOptions) -> None:
     for required in ("epsilon", "mechanism"):
-        if required not in v:
+        if required not in opts.values:
             refuse(f"option {required} is required in WITH DIFFERENTIAL_PRIVACY OPTIONS (...)", None)
-    if not (math.isfinite(v["epsilon"]) and v["epsilon"] > 0):
-        bad("epsilon", "it must be a finite number > 0")
-    mechanism = v["mechanism"]
-    if "delta" in v and not (0 <= v["delta"] < 1):
-        bad("delta", "it must be in [0, 1)")
-    if mechanism in ("gaussian", "private_topL") and v.get("delta", 1e-6) <= 0:
-        bad("delta", f"mechanism {mechanism} needs delta > 0")
-    if "contribution_bound" in v:
-        B = v["contribution_bound"]
-        if not (math.isfinite(B) and B > 0):
-            bad("contribution_bound", "it must be a finite number > 0")
-        if fixed_bound(B) < 1:
-            bad("contribution_bound", f"it is below the fixed-point resolution 2^-{SCALE_BITS}")
-        if B > 1e6:
-            bad("contribution_bound", "it must be at most 1e6")
-    for name, top in (("max_atoms_per_record", 1000), ("top", 100000), ("public_denominator", 10**15)):
-        if name in v and not (1 <= v[name] <= top):
-            bad(name, f"it must be an integer in [1, {top}]")
-    if "selection_fraction" in v:
-        if mechanism != "private_topL":
-            refuse("option selection_fraction applies to mechanism private_topL only", node["selection_fraction"])
-        if not (0 < v["selection_fraction"] < 1):
-            bad("selection_fraction", "it must be in (0, 1)")
-    if "calibration" in v and mechanism == "laplace":
-        refuse("option calibration applies to gaussian and private_topL only", node["calibration"])
-    if v.get("calibration") == "classical" and v["epsilon"] >= 1:
-        bad("calibration", "the classical Gaussian calibration is valid only for epsilon < 1")
+
+
+# request field -> the option that sets it (for pointing a request error back at the statement)
+OPTION_OF = {o.release_name: o.name for o in OPTIONS.values() if o.kind != "column"}
+
+
+def to_request(opts: DPOptions, unit: str, clause: exp.Expression) -> ReleaseRequest:
+    """The request the statement asks for; a request error is refused at its option."""
+    kwargs = {OPTIONS[name].release_name: value for name, value in opts.values.items()
+              if name != "privacy_unit_column"}
+    try:
+        return ReleaseRequest(unit=unit, **kwargs)
+    except RequestError as exc:
+        refuse_field(exc, opts, clause)
+
+
+def refuse_field(exc: RequestError, opts: DPOptions, clause: exp.Expression):
+    """Refuse a request error at the option that set the field (or the whole clause)."""
+    name = OPTION_OF.get(exc.field, exc.field)
+    node = opts.nodes.get(name, clause)
+    value = opts.values.get(name, exc.value)
+    refuse(f"option {name} = {value} is out of range: {exc.reason}", node)

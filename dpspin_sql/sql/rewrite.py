@@ -14,16 +14,28 @@ that answers any per-record question without spending budget.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import sqlglot
 from sqlglot import exp
 
 from dpspin_sql import queries
-from dpspin_sql.sketch import sketch_params
-from dpspin_sql.sql.audit import Audited
 
 BASE_DIALECT = "duckdb"
+
+
+@dataclass(frozen=True)
+class SketchFilters:
+    """An audited statement's WHERE terms: over `records` (which target records enter the
+    sketch) and over `assignments` (which rows are read, before the clip). Columns are
+    unqualified."""
+
+    records: exp.Expression | None = None
+    assignments: exp.Expression | None = None
+
+    def __bool__(self) -> bool:
+        return self.records is not None or self.assignments is not None
 
 
 @cache
@@ -51,22 +63,18 @@ def guarded(term: exp.Expression) -> exp.Expression:
     return exp.func("COALESCE", exp.Try(this=term), exp.false())
 
 
-def rewrite(audited: Audited) -> exp.Select:
-    """The enforced sketch query for this statement, in DuckDB SQL with $K/$scale/$bound placeholders."""
-    tree = core_query(audited.unit)
-    if audited.records_filter is not None:
+def rewrite(unit: str, filters: SketchFilters | None = None) -> exp.Select:
+    """The enforced sketch query for `unit` with `filters` injected, in DuckDB SQL with
+    $K/$scale/$bound placeholders. Without filters it is the core query as written."""
+    tree = core_query(unit)
+    if filters is not None and filters.records is not None:
         target = _cte(tree, "target")
-        target.where(guarded(audited.records_filter.copy()), append=True, copy=False)
-    if audited.assignments_filter is not None:
+        target.where(guarded(filters.records.copy()), append=True, copy=False)
+    if filters is not None and filters.assignments is not None:
         cleaned = _cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
-        term = audited.assignments_filter.copy()
+        term = filters.assignments.copy()
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
         cleaned.where(guarded(term), append=True, copy=False)
     return tree
-
-
-def params(audited: Audited) -> dict[str, int]:
-    """The named parameters of the rewritten query ($K, $scale and, user level, $bound)."""
-    return sketch_params(audited.unit, audited.K, audited.B)

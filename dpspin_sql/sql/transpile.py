@@ -22,8 +22,8 @@ from importlib.resources import files
 import sqlglot
 from sqlglot import exp
 
-from dpspin_sql.sql.audit import Audited
-from dpspin_sql.sql.rewrite import BASE_DIALECT, params, rewrite
+from dpspin_sql.request import Bounds
+from dpspin_sql.sql.rewrite import BASE_DIALECT, SketchFilters, rewrite
 
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
 DBL_MAX = "1.7976931348623157e308"
@@ -116,15 +116,15 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
-def sketch_sql(audited: Audited, dialect: str = BASE_DIALECT, *, pretty: bool = True,
-               bind_params: bool = True) -> str:
-    """The enforced sketch query of an audited statement for `dialect`."""
+def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, *,
+               pretty: bool = True, bind_params: bool = True) -> str:
+    """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`."""
     if dialect not in DIALECTS:
         from dpspin_sql.errors import BadInput
 
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    tree = inline_macros(rewrite(audited))
+    tree = inline_macros(rewrite(bounds.unit, filters))
     if bind_params:
-        tree = bind(tree, params(audited))
+        tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)
     return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)

@@ -9,24 +9,24 @@
    (`sql/transpile.py`: macros inlined, HUGEINT → DECIMAL(38, 0), `//` → DIV), so the
    fixed-point result equals DuckDB's exactly.
 3. Only the sketch vector — one (atom_id, mass) row per atom — is collected to the driver;
-   the release and the ledger are the same as for DuckDB (`sql/run.py`).
+   the release and the ledger are the same as for DuckDB (`release.release`).
 
-pyspark is the optional extra `spark` (pip install 'dpspin-sql[spark]').
+pyspark is the optional extra `spark`.
 """
 from __future__ import annotations
-
-import dataclasses
 
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sketch import Sketch, align
-from dpspin_sql.sql.audit import Audited
+from dpspin_sql.request import Bounds
+from dpspin_sql.sketch import Sketch, assemble, target_facts
+from dpspin_sql.sql.rewrite import SketchFilters
 from dpspin_sql.sql.transpile import sketch_sql
 
 ASSIGN_MODES = ("auto", "scorer", "table")
@@ -38,7 +38,7 @@ def _pyspark():
         import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
     except ImportError:
-        raise BadInput("--engine spark needs pyspark: pip install 'dpspin-sql[spark]'") from None
+        raise BadInput("--engine spark needs pyspark: install the project's spark extra (pip install -e '.[spark]')") from None
     return SparkSession
 
 
@@ -69,64 +69,74 @@ def saved_scorer_bytes(con: duckdb.DuckDBPyConnection) -> bytes | None:
     return bytes(row[0][0]) if row and row[0][0] is not None else None
 
 
-def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None,
-                 assign: str = "auto") -> Sketch:
-    """The enforced sketch of an audited statement, computed on Spark from the store's target split."""
-    from dpspin_sql.sketch import target_facts
+class SparkEngine:
+    """`assign`: auto | scorer | table — assign on Spark with the saved scorer, or read the
+    stored assignments (auto: the scorer when the dictionary has one)."""
 
-    if assign not in ASSIGN_MODES:
-        raise BadInput(f"assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
-    atom_ids, n_records, n_units = target_facts(con, audited.unit)
-    scorer = saved_scorer_bytes(con) if assign != "table" else None
-    if assign == "scorer" and scorer is None:
-        raise BadInput("the dictionary has no fitted scorer: run dpspin assign first, or use the assignments table")
-    spark = spark or get_session()
-    with tempfile.TemporaryDirectory(prefix="dpspin-spark-") as tmp:
-        records = _export(con.table("records").filter("split = 'target'").select(
-            "record_id, user_id, text, split, CAST(metadata AS VARCHAR) AS metadata"), Path(tmp) / "records")
-        atoms = _export(con.table("atoms").select("atom_id"), Path(tmp) / "atoms")
-        records_df = spark.read.parquet(records)
-        if scorer is not None:
-            assignments_df = assign_on_spark(spark, records_df, scorer, audited.K)
-        else:
-            assignments_df = spark.read.parquet(_export(
-                con.table("assignments").select("record_id, atom_id, weight"), Path(tmp) / "assignments"))
-        rows = sketch_from_frames(spark, audited, records_df, assignments_df, spark.read.parquet(atoms))
-    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=audited.unit, K=audited.K, B=audited.B,
-                  n_records=n_records, n_users=n_units)
+    name = "spark"
+
+    def __init__(self, filters: SketchFilters | None = None, *, session=None, assign: str = "auto"):
+        if assign not in ASSIGN_MODES:
+            raise BadInput(f"--spark-assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
+        self.filters, self.session, self.assign = filters or SketchFilters(), session, assign
+
+    def details(self) -> dict:
+        return {"engine": self.name, "spark_assign": self.assign}
+
+    def sketch(self, con: Any, bounds: Bounds) -> Sketch:
+        """The enforced sketch computed on Spark from the store's target split."""
+        facts = target_facts(con, bounds.unit)
+        scorer = saved_scorer_bytes(con) if self.assign != "table" else None
+        if self.assign == "scorer" and scorer is None:
+            raise BadInput("the dictionary has no fitted scorer: run dpspin assign first, or use the assignments table")
+        spark = self.session or get_session()
+        with tempfile.TemporaryDirectory(prefix="dpspin-spark-") as tmp:
+            records = _export(con.table("records").filter("split = 'target'").select(
+                "record_id, user_id, text, split, CAST(metadata AS VARCHAR) AS metadata"), Path(tmp) / "records")
+            atoms = _export(con.table("atoms").select("atom_id"), Path(tmp) / "atoms")
+            records_df = spark.read.parquet(records)
+            if scorer is not None:
+                assignments_df = assign_on_spark(spark, records_df, scorer, bounds.K)
+            else:
+                assignments_df = spark.read.parquet(_export(
+                    con.table("assignments").select("record_id, atom_id, weight"), Path(tmp) / "assignments"))
+            rows = sketch_from_frames(spark, bounds, self.filters, records_df, assignments_df,
+                                      spark.read.parquet(atoms))
+        return assemble(facts, rows, bounds)
 
 
-def apply_filters(spark, audited: Audited, records_df, assignments_df):
+def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
     """Evaluate the statement's WHERE filters on their own, with ANSI mode off, so that a
     row on which a filter would raise (a failed cast, a division by zero) does not match
     instead of failing the job: a job that fails on one record's value would answer a
     question about that record. The filtered frames are materialized (localCheckpoint)
     before ANSI mode is restored for the sketch, whose exact arithmetic must fail loudly.
     """
-    if audited.records_filter is None and audited.assignments_filter is None:
-        return audited, records_df, assignments_df
+    if not filters:
+        return records_df, assignments_df
     previous = spark.conf.get("spark.sql.ansi.enabled", "true")
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
-        if audited.records_filter is not None:
+        if filters.records is not None:
             records_df = records_df.where(
-                f"COALESCE(({audited.records_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
-        if audited.assignments_filter is not None:
+                f"COALESCE(({filters.records.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+        if filters.assignments is not None:
             assignments_df = assignments_df.where(
-                f"COALESCE(({audited.assignments_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+                f"COALESCE(({filters.assignments.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", previous)
-    return dataclasses.replace(audited, records_filter=None, assignments_filter=None), records_df, assignments_df
+    return records_df, assignments_df
 
 
-def sketch_from_frames(spark, audited: Audited, records_df, assignments_df, atoms_df) -> list[tuple[int, int]]:
+def sketch_from_frames(spark, bounds: Bounds, filters: SketchFilters | None, records_df, assignments_df,
+                       atoms_df) -> list[tuple[int, int]]:
     """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
     try:
-        audited, records_df, assignments_df = apply_filters(spark, audited, records_df, assignments_df)
+        records_df, assignments_df = apply_filters(spark, filters or SketchFilters(), records_df, assignments_df)
         records_df.createOrReplaceTempView("records")
         assignments_df.createOrReplaceTempView("assignments")
         atoms_df.createOrReplaceTempView("atoms")
-        return [(int(r[0]), int(r[1])) for r in spark.sql(sketch_sql(audited, "spark", pretty=False)).collect()]
+        return [(int(r[0]), int(r[1])) for r in spark.sql(sketch_sql(bounds, None, "spark", pretty=False)).collect()]
     except Exception:  # never the engine's message: it can quote protected values
         raise BadInput("the sketch query failed on Spark") from None
     finally:

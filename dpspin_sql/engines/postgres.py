@@ -12,13 +12,16 @@ which cannot fail on any row; anything else is refused before the server is touc
 """
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
-from dpspin_sql.sketch import Sketch, align, target_facts
-from dpspin_sql.sql.audit import Audited
+from dpspin_sql.request import Bounds
+from dpspin_sql.sketch import Sketch, assemble, check_user_level, target_facts
 from dpspin_sql.sql.errors import refuse
+from dpspin_sql.sql.rewrite import SketchFilters
 from dpspin_sql.sql.transpile import sketch_sql
 
 _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
@@ -30,34 +33,49 @@ def connect(dsn: str):
     try:
         import psycopg
     except ImportError:
-        raise BadInput("the postgres engine needs psycopg: pip install 'dpspin-sql[postgres]'") from None
+        raise BadInput("the postgres engine needs psycopg: install the project's postgres extra "
+                       "(pip install -e '.[postgres]')") from None
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
         raise BadInput(f"cannot connect to PostgreSQL ({type(exc).__name__})") from None
 
 
-def check_filters(audited: Audited) -> None:
+def check_filters(filters: SketchFilters | None) -> None:
     """Refuse filters that could raise on PostgreSQL (see the module docstring)."""
-    for term in (audited.records_filter, audited.assignments_filter):
+    for term in (filters.records, filters.assignments) if filters else ():
         for node in term.walk() if term is not None else ():
             if not isinstance(node, _SAFE_FILTER_NODES):
                 refuse(f"on the postgres engine a WHERE filter may only compare columns with literals "
                        f"({node.key.upper()} could fail on one record's value, and PostgreSQL has no TRY)", node)
 
 
-def postgres_sketch(pg, audited: Audited) -> Sketch:
-    """The enforced sketch of an audited statement, computed by PostgreSQL."""
-    import psycopg
+class PostgresEngine:
+    """The sketch on a PostgreSQL server (`pg` connection or `dsn`) that holds the tables."""
 
-    check_filters(audited)
-    try:
-        atom_ids, n_records, n_units = target_facts(pg, audited.unit)
-        rows = pg.execute(sketch_sql(audited, "postgres", pretty=False)).fetchall()
-    except psycopg.Error:
-        raise BadInput("the sketch query failed on PostgreSQL") from None  # never the server's message
-    return Sketch(atom_ids=atom_ids, mass=align(atom_ids, rows), unit=audited.unit, K=audited.K, B=audited.B,
-                  n_records=n_records, n_users=n_units)
+    name = "postgres"
+
+    def __init__(self, filters: SketchFilters | None = None, *, pg=None, dsn: str | None = None):
+        check_filters(filters)
+        self.filters, self.pg, self.dsn = filters, pg, dsn
+
+    def details(self) -> dict:
+        return {"engine": self.name}
+
+    def sketch(self, con: Any, bounds: Bounds) -> Sketch:
+        import psycopg
+
+        if bounds.unit == "user":  # the store's own aux side shaped the dictionary and scorer
+            check_user_level(con, 0)
+        if self.pg is None and not self.dsn:
+            raise BadInput("the postgres engine needs --pg-dsn (or DPSPIN_PG_DSN)")
+        pg = self.pg or connect(self.dsn)
+        try:
+            facts = target_facts(pg, bounds.unit)
+            rows = pg.execute(sketch_sql(bounds, self.filters, "postgres", pretty=False)).fetchall()
+        except psycopg.Error:
+            raise BadInput("the sketch query failed on PostgreSQL") from None  # never the server's message
+        return assemble(facts, rows, bounds)
 
 
 def copy_store(con, pg) -> dict[str, int]:

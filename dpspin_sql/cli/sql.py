@@ -13,28 +13,31 @@ from typing import Optional
 
 import typer
 
+from dpspin_sql import ledger
+from dpspin_sql.cli.common import budget_line, defaults_line, err, out
 from dpspin_sql.errors import BadInput
 
-
-def register(app: typer.Typer) -> None:
-    app.command("sql")(sql)
+app = typer.Typer()
 
 
+@app.command("sql", rich_help_panel="Release")
 def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use -f FILE.sql)."),
         db: Optional[Path] = typer.Option(None, "--db", help="The dpspin store (not needed with --emit-sketch)."),
         file: Optional[Path] = typer.Option(None, "-f", "--file", help="Read the statement from a .sql file."),
         out_path: Path = typer.Option(Path("private_plan.json"), "--out", help="Where to write the plan."),
+        force: bool = typer.Option(False, "--force/--no-force", help="Replace an existing plan at --out."),
         dialect: Optional[str] = typer.Option(None, "--dialect",
                                               help="duckdb|spark|bigquery|snowflake|trino|postgres (with --emit-sketch)."),
-        emit: bool = typer.Option(False, "--emit-sketch", help="Print the enforced sketch query; run nothing."),
+        emit: bool = typer.Option(False, "--emit-sketch/--no-emit-sketch",
+                                  help="Print the enforced sketch query; run nothing."),
         engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark | postgres: where the sketch is computed."),
         pg_dsn: Optional[str] = typer.Option(None, "--pg-dsn", envvar="DPSPIN_PG_DSN",
                                              help="PostgreSQL connection string (engine postgres)."),
         spark_assign: str = typer.Option("auto", "--spark-assign",
                                          help="auto | scorer | table: assign on Spark with the saved scorer, "
                                               "or read the stored assignments (auto: scorer if one is saved)."),
-        dataset: Optional[str] = typer.Option(None, "--dataset", help="Budget to charge (default: the store's)."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the plan path.")) -> None:
+        dataset: str = typer.Option(ledger.DEFAULT_DATASET, "--dataset", help="Budget to charge."),
+        quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Print only the plan path.")) -> None:
     """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge."""
     from dpspin_sql.sql import run as sql_run
 
@@ -44,32 +47,28 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
         return
     if dialect is not None:
         raise BadInput("--dialect goes with --emit-sketch (the statement itself runs on --engine)")
-    if engine not in sql_run.ENGINES:
-        raise BadInput(f"--engine must be one of {', '.join(sql_run.ENGINES)}, not {engine!r}")
     if db is None:
         raise BadInput("--db is required to run a statement (only --emit-sketch works without a store)")
-    from dpspin_sql import ledger, store
+    from dpspin_sql import store
+    from dpspin_sql.outputs import Outputs
 
     con = store.connect(db)
-    try:
-        kwargs = {"dataset": dataset} if dataset else {}
-        plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
-                               **kwargs)
-        if quiet:
-            typer.echo(str(out_path))
-            return
-        from rich.console import Console
+    outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
+    plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
+                           dataset=dataset, outputs=outputs)
+    if quiet:
+        typer.echo(str(out_path))
+        return
+    from dpspin_sql.report import plan_table
 
-        from dpspin_sql.report import plan_table
+    from dpspin_sql.sql import audit_statement
 
-        console = Console()
-        console.print(plan_table(plan))
-        st = ledger.status(con, dataset or ledger.DEFAULT_DATASET)
-        console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {st.epsilon_total:g}, "
-                      f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
-        console.print(f"plan written to {out_path}")
-    finally:
-        con.close()
+    said = defaults_line(audit_statement(text).request)
+    if said:
+        err.print(said)
+    out.print(plan_table(plan))
+    out.print(budget_line(con, dataset))
+    out.print(f"plan written to {out_path}")
 
 
 def _statement(query: str | None, file: Path | None) -> str:
@@ -78,5 +77,8 @@ def _statement(query: str | None, file: Path | None) -> str:
     if file is not None:
         if not file.is_file():
             raise BadInput(f"SQL file not found: {file}")
-        return file.read_text(encoding="utf-8")
+        try:
+            return file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise BadInput(f"SQL file {file} is not UTF-8 text") from None
     return query

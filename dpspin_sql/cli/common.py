@@ -1,0 +1,67 @@
+"""What every command shares: the console, the --db option, flag names and the budget line.
+
+Commands are thin: they translate flags into library calls and print. Failures are
+exceptions (`BadInput` → exit 2, `Refusal` → exit 1) that `dpspin_sql.cli.run` prints as
+one line; a `RequestError` names the request *field*, which `FLAGS` turns back into the
+flag the user typed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dpspin_sql import ledger
+
+out = Console(soft_wrap=True, highlight=False)   # ids and paths stay on one line for scripts
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+
+DB = typer.Option(..., "--db", help="The dpspin store (a DuckDB file).")
+
+# ReleaseRequest field -> the flag that sets it
+FLAGS = {"mechanism": "--mechanism", "epsilon": "--epsilon", "delta": "--delta", "unit": "--unit",
+         "adjacency": "--adjacency", "B": "-B", "K": "-K", "L": "-L", "selection_fraction": "--selection-fraction",
+         "calibration": "--calibration", "public_denominator": "--public-denominator",
+         "comparison_margin": "--comparison-margin", "interval_confidence": "--confidence",
+         "comparison_confidence": "comparison confidence", "bins": "bins"}
+
+
+def flag(default: bool, *names: str, help: str) -> bool:
+    """A boolean option shown as --name/--no-name."""
+    return typer.Option(default, *names, help=help)
+
+
+def budget_line(con, dataset: str) -> str:
+    st = ledger.status(con, dataset)
+    return (f"budget left: ε={st.epsilon_remaining:.4g} of {st.epsilon_total:g}, "
+            f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
+
+
+def defaults_line(request) -> str | None:
+    """Privacy-relevant defaults the user did not set, said out loud."""
+    said = []
+    if "delta" in request.defaulted:
+        said.append(f"δ = {request.delta:g} (default; set --delta)")
+    if "selection_fraction" in request.defaulted:
+        said.append(f"selection fraction {request.selection_fraction:g} (default)")
+    return ("using " + ", ".join(said)) if said else None
+
+
+def progress_bar(*, disable: bool = False):
+    """A progress display on stderr; off when stderr is not a terminal (logs and pipes get
+    no control characters, and an error line stays the only line)."""
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=True, disable=disable or not sys.stderr.isatty())
+
+
+def existing_file(path: Path, what: str) -> Path:
+    from dpspin_sql.errors import BadInput
+
+    if not path.is_file():
+        raise BadInput(f"{what} not found: {path}")
+    return path

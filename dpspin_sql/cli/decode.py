@@ -1,0 +1,125 @@
+"""`dpspin summarize` and `dpspin verify`: turn a plan into text, and check text against a plan.
+
+Both validate the plan first (docs/PLAN.md): a plan with more atoms than L, an atom that
+is not in its dictionary, a non-finite mass or a dictionary whose hash is not the plan's
+is refused (exit 2) before anything is decoded, verified or written.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from dpspin_sql.cli.common import err, out
+from dpspin_sql.errors import BadInput, Refusal
+
+app = typer.Typer()
+
+
+def read_plan(plan_path: Path, dictionary_path: Optional[Path]) -> tuple[dict, Optional[list], Optional[Path]]:
+    """The validated plan, the public dictionary to verify against (or None), and the
+    dictionary file that was read."""
+    from dpspin_sql.outputs import dictionary_sidecar
+    from dpspin_sql.plan import read_json, validate_plan
+
+    plan = read_json(plan_path, "plan")
+    path = dictionary_path
+    if path is None:
+        sidecar = dictionary_sidecar(plan_path)
+        path = sidecar if sidecar.exists() else None
+    if path is None:
+        validate_plan(plan)
+        if not (isinstance(plan, dict) and plan.get("dictionary_labels")):
+            err.print(f"note: no public dictionary beside the plan ({dictionary_sidecar(plan_path).name}) and no "
+                      "--dictionary: mentions of non-admitted atoms cannot be detected")
+        return plan, None, None
+    if path.suffix.lower() == ".json":
+        body = read_json(path, "dictionary")
+        if isinstance(body, dict):
+            validate_plan(plan, body)
+            return plan, body["atoms"], path
+        if not isinstance(body, list):
+            raise BadInput(f"dictionary {path} must be a list of labels or {{atom_id, label}} objects")
+        validate_plan(plan)
+        return plan, body, path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        raise BadInput(f"cannot read dictionary {path}") from None
+    validate_plan(plan)
+    return plan, [line.strip() for line in lines if line.strip()], path
+
+
+@app.command("summarize", rich_help_panel="Read")
+def summarize_cmd(
+    plan: Path = typer.Argument(..., help="private_plan.json from `dpspin release`"),
+    decoder: str = typer.Option("template", "--decoder", help="template | llm"),
+    max_attempts: int = typer.Option(3, "--max-attempts", help="R_max: LLM attempts before the template fallback"),
+    summary_out: Optional[Path] = typer.Option(None, "--out", help="write the final summary here (summary.txt)"),
+    attempts_out: Optional[Path] = typer.Option(None, "--attempts-out",
+                                                help="verifier_attempts.json (default: next to --out)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (or DPSPIN_LLM_BASE_URL)"),
+    model: Optional[str] = typer.Option(None, "--model", help="model name (or DPSPIN_LLM_MODEL)"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (or DPSPIN_LLM_API_KEY / OPENAI_API_KEY)"),
+    mode: str = typer.Option("text", "--mode", help="text | claims (structured JSON claims)"),
+    temperature: float = typer.Option(0.7, "--temperature"),
+    max_tokens: int = typer.Option(400, "--max-tokens"),
+    dictionary: Optional[Path] = typer.Option(None, "--dictionary",
+                                              help="public dictionary (.json or .txt) if the plan has no sidecar"),
+) -> None:
+    """Verbalize a plan; LLM output is verified, retried with feedback, else the template is used."""
+    from dpspin_sql.decode import LLMConfig, summarize, write_summary
+    from dpspin_sql.outputs import Outputs
+
+    p, labels, dictionary_file = read_plan(plan, dictionary)
+    if decoder not in ("template", "llm") or mode not in ("text", "claims"):
+        raise BadInput("--decoder must be template|llm and --mode text|claims")
+    if attempts_out is None and summary_out is not None:
+        attempts_out = summary_out.parent / "verifier_attempts.json"
+    outputs = Outputs(inputs=[plan, dictionary_file])
+    for path, option in ((summary_out, "--out"), (attempts_out, "--attempts-out")):
+        if path is not None:
+            outputs.add(path, option)
+    cfg = LLMConfig(base_url=base_url, model=model, api_key=api_key, mode=mode,
+                    temperature=temperature, max_tokens=max_tokens)
+    result = summarize(p, decoder=decoder, max_attempts=max_attempts, llm=cfg, dictionary=labels)
+    if not result.accepted:
+        raise Refusal("refused: no summary, not even the template fallback, passed the verifier; nothing written")
+    write_summary(result, summary_out, attempts_out)
+    typer.echo(result.text)
+    if result.fallback_used:
+        err.print(f"note: no LLM candidate accepted in {max_attempts} attempt(s); template fallback used")
+
+
+@app.command("verify", rich_help_panel="Read")
+def verify_cmd(
+    plan: Path = typer.Argument(..., help="private_plan.json"),
+    summary: Path = typer.Argument(..., help="summary text file"),
+    as_json: bool = typer.Option(False, "--json/--no-json", help='print {"accepted", "violations": [...]}'),
+    dictionary: Optional[Path] = typer.Option(None, "--dictionary",
+                                              help="public dictionary (.json or .txt) if the plan has no sidecar"),
+) -> None:
+    """Check a summary against a plan: exit 0 accepted, 1 rejected."""
+    from dpspin_sql.verify import verify
+
+    p, labels, _ = read_plan(plan, dictionary)
+    try:
+        text = Path(summary).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"summary file not found: {summary}") from None
+    except (OSError, UnicodeDecodeError):
+        raise BadInput(f"cannot read summary {summary} as UTF-8 text") from None
+    verdict = verify(text, p, dictionary=labels)
+    if as_json:
+        typer.echo(json.dumps(verdict.to_dict(), ensure_ascii=False))
+    elif verdict.accepted:
+        out.print("accepted")
+    else:
+        out.print(f"rejected: {len(verdict.violations)} violation(s)")
+        for v in verdict.violations:
+            out.print(f"  [{v.code}] {v.span!r}: {v.message}", markup=False)
+    if not verdict.accepted:
+        err.print(f"rejected: {len(verdict.violations)} violation(s)", markup=False)
+    raise typer.Exit(0 if verdict.accepted else 1)

@@ -1,0 +1,20 @@
+"""`dpspin demo`: the whole pipeline on a synthetic corpus, no key, no network."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from dpspin_sql.cli.common import out
+
+app = typer.Typer()
+
+
+@app.command(rich_help_panel="Try it")
+def demo(db: Optional[Path] = typer.Option(None, "--db", help="Keep the demo store here (default: a temporary file)."),
+         seed: int = typer.Option(7, help="Seed of the synthetic corpus (not of the noise).")) -> None:
+    """Make a synthetic corpus, release a user-level plan and print it (no key, no network)."""
+    from dpspin_sql import demo as demo_mod
+
+    demo_mod.run(db, seed=seed, console=out)

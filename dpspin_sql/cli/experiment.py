@@ -1,0 +1,67 @@
+"""`dpspin experiment run GRID.yaml [--out DIR] [--clean]` and `dpspin experiment report DIR`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from dpspin_sql.cli.common import out
+from dpspin_sql.errors import BadInput
+
+app = typer.Typer(help="Grids of runs over the paper's datasets: metrics, grouped reports, plots.",
+                  no_args_is_help=True)
+
+
+def _epsilons(text: str | None) -> list[float] | None:
+    if not text:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise BadInput(f"--epsilons must be a comma-separated list of numbers, not {text!r}") from None
+
+
+@app.command("run")
+def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experiments/smoke.yaml."),
+            out_dir: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: runs/<grid name>)."),
+            clean: bool = typer.Option(False, "--clean/--no-clean", help="Remove this directory's earlier runs first."),
+            progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+            epsilons: Optional[str] = typer.Option("0.5,1,4", "--epsilons",
+                                                   help="ε values of the printed table (all: empty).")) -> None:
+    """Run (or resume) a grid; write per-run artifacts, grouped tables, statistics and plots."""
+    from dpspin_sql.experiment import report, runner
+    from dpspin_sql.experiment.grid import load_grid
+
+    g = load_grid(grid)
+    target = out_dir or Path("runs") / g.name
+    out.print(f"grid {g.name}: {len(g.runs)} runs → {target}")
+    res = runner.run_grid(g, target, clean_first=clean, show_progress=progress, console=out)
+    eps = _epsilons(epsilons)
+    tables = report.write_report(target, eps)
+    typer.echo(report.to_markdown(tables["rows"], eps))
+    if tables["probe_rows"]:
+        typer.echo(report.probe_markdown(tables["probe_rows"]))
+    out.print(f"{res.ok} run(s) done now, {res.done_before} already done, {res.failed} failed; "
+              f"{res.seconds:.1f}s. Tables: {target / 'report'}; plots: {target / 'plots'}", markup=False)
+    for run_id, message in res.failures[:10]:
+        out.print(f"failed: {run_id}: {message}", markup=False)
+
+
+@app.command("report")
+def report_cmd(run_dir: Path = typer.Argument(..., help="Output directory of `dpspin experiment run`."),
+               epsilons: Optional[str] = typer.Option(None, "--epsilons",
+                                                      help="Only these ε, e.g. 0.5,1,4 (default: all).")) -> None:
+    """Regroup a grid's finished runs and print the tables (also rewrites report/ and plots/)."""
+    from dpspin_sql.experiment import plots, report
+
+    if not (run_dir / "runs").is_dir():
+        raise BadInput(f"{run_dir} has no runs/ directory (made by dpspin experiment run)")
+    eps = _epsilons(epsilons)
+    tables = report.write_report(run_dir, eps)
+    plots.write_all(run_dir, tables)
+    typer.echo(report.to_markdown(tables["rows"], eps))
+    if tables["probe_rows"]:
+        typer.echo(report.probe_markdown(tables["probe_rows"]))
+    out.print(f"{tables['n_runs']} run(s), {tables['n_failed']} failed; tables in {run_dir / 'report'}",
+              markup=False)

@@ -1,0 +1,80 @@
+"""`dpspin init`, `dpspin load`, `dpspin split`: the store and its two splits."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from dpspin_sql import ledger, store
+from dpspin_sql.cli.common import DB, out
+
+app = typer.Typer()
+
+
+@app.command(rich_help_panel="Store")
+def init(db: Path = DB,
+         epsilon_budget: float = typer.Option(ledger.DEFAULT_EPSILON_BUDGET, help="Total ε the data owner allows."),
+         delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
+         dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget name (one per dataset).")) -> None:
+    """Create a store (or change its total budget, never below what is spent)."""
+    with store.opened(db) as con:
+        ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
+        st = ledger.status(con, dataset)
+    out.print(f"store {db}: budget ε={st.epsilon_total:g}, δ={st.delta_total:g}; "
+              f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}")
+
+
+@app.command(rich_help_panel="Store")
+def load(db: Path = DB,
+         input: Path = typer.Option(..., "--input", help="CSV, JSONL or Parquet file (gzip is fine)."),
+         format: Optional[str] = typer.Option(None, "--format", help="csv|jsonl|parquet (default: from the name)."),
+         preset: Optional[str] = typer.Option(None, "--preset", help="cfpb|amazon|yelp: the paper's corpora."),
+         id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with the record id."),
+         user_col: Optional[str] = typer.Option(None, "--user-col", help="Column with the user id (user level)."),
+         text_col: str = typer.Option("text", "--text-col", help="Column with the text."),
+         split: str = typer.Option("target", "--split", help="aux (public/auxiliary) or target (protected)."),
+         businesses: Optional[Path] = typer.Option(None, "--businesses", help="Yelp businesses file (preset yelp).")
+         ) -> None:
+    """Load records with DuckDB's readers; other columns become metadata. All or nothing."""
+    with store.opened(db) as con:
+        if preset:
+            from dpspin_sql import presets
+
+            opts = {"businesses": businesses} if businesses else {}
+            report = presets.load_preset(con, preset, input, split=split, **opts)
+        else:
+            report = store.load_records(con, input, fmt=format, id_col=id_col, user_col=user_col,
+                                        text_col=text_col, split=split)
+        ledger.ensure_budget(con)
+    out.print(f"loaded {report.loaded} records into the {split} split of {db}; {report.rejected} rejected"
+              + (f" ({report.why_rejected})" if report.rejected else ""))
+
+
+@app.command("split", rich_help_panel="Store")
+def split_cmd(db: Path = DB,
+              unit: str = typer.Option(..., "--unit", help="record | user (user level: all of a user's records on one side)."),
+              aux_fraction: float = typer.Option(0.5, "--aux-fraction", help="Share of units in the auxiliary split."),
+              seed: int = typer.Option(0, "--seed", help="Public seed of the hash rule."),
+              n_records: Optional[int] = typer.Option(None, "--n-records", help="Keep this many target records (record level)."),
+              n_users: Optional[int] = typer.Option(None, "--n-users", help="Keep this many target users (user level)."),
+              strict_sample_size: bool = typer.Option(False, "--strict-sample-size/--no-strict-sample-size",
+                                                      help="Fail rather than keep fewer units than asked."),
+              as_json: bool = typer.Option(False, "--json/--no-json", help="Print the split report as JSON.")) -> None:
+    """Split records into auxiliary (public) and target (protected) by a seeded hash of the unit id."""
+    from dpspin_sql import split
+
+    con = store.connect(db)
+    report = split.split(con, unit, aux_fraction, seed, n_records=n_records, n_users=n_users,
+                         strict_sample_size=strict_sample_size)
+    if as_json:
+        out.print_json(json.dumps(report.as_dict()))
+        return
+    out.print(f"aux: {report.aux_records} records; target: {report.target_records} records"
+              + (f" ({report.target_users} users)" if unit == "user" else "")
+              + f"; excluded: {report.excluded_records}")
+    if report.requested_units is not None and report.sampled_units < report.requested_units:
+        out.print(f"[yellow]only {report.sampled_units} of {report.requested_units} {unit}s available[/yellow]")
+    if report.invalidated:
+        out.print(f"the aux split changed: the old {report.invalidated} was dropped; rebuild it")
