@@ -73,11 +73,9 @@ import pytest
 from scipy import stats
 
 # ============================================================================ adapter
-# The only lines that touch project objects. The lead's refactor (ReleaseConfig →
-# ReleaseRequest in dpspin_sql/request.py, make_mechanism → dpspin_sql/mechanisms.py)
-# only has to change this block.
-from dpspin_sql.release import ReleaseConfig, make_mechanism
-from dpspin_sql.sketch import SCALE, fixed_bound
+# The only lines that touch project objects.
+from dpspin_sql.mechanisms import make_mechanism
+from dpspin_sql.request import SCALE, ReleaseRequest, fixed_bound
 
 dp.enable_features("contrib")
 
@@ -86,9 +84,10 @@ def build(mechanism: str, unit: str, adjacency: str, B: float, epsilon: float, d
     """The Mechanism a release with these public parameters uses over an m-atom sketch.
     Must expose `.parts[i].measurement / .d_in / .epsilon / .delta / .noise_scale` with
     parts (noise,) for laplace/gaussian and (selection, values) for private_topL."""
-    config = ReleaseConfig(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, adjacency=adjacency,
-                           B=B, L=L, selection_fraction=0.5)
-    return make_mechanism(config, m=m)
+    request = ReleaseRequest(mechanism=mechanism, epsilon=epsilon, delta=delta if mechanism != "laplace" else None,
+                             unit=unit, adjacency=adjacency, B=B if unit == "user" else None, L=L,
+                             selection_fraction=0.5 if mechanism == "private_topL" else None)
+    return make_mechanism(request, m=m)
 
 
 def unit_bound(unit: str, B: float) -> int:
