@@ -36,7 +36,7 @@ import duckdb
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
-from dpspin_sql.store import first_row, lock_timeout, transaction
+from dpspin_sql.db import first_row, lock_timeout, transaction
 
 DEFAULT_DATASET = "default"
 DEFAULT_EPSILON_BUDGET = 1.0

@@ -19,7 +19,7 @@ import duckdb
 import yaml
 
 from dpspin_sql import queries
-from dpspin_sql.atoms import Atom, _check_m, aux_count
+from dpspin_sql.atoms import Atom, aux_count, check_m
 from dpspin_sql.errors import BadInput
 from dpspin_sql.scorers import STOP_WORDS
 
@@ -271,7 +271,7 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     """Two-word theme atoms from the aux split; returns (atoms, manifest)."""
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     if m is not None:
-        _check_m(m)
+        check_m(m)
     threshold = prof.min_support if min_support is None else min_support
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise BadInput(f"--min-support must be a positive integer, not {threshold!r}")

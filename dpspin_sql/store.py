@@ -20,21 +20,13 @@ from typing import Iterator
 import duckdb
 
 from dpspin_sql import queries
+from dpspin_sql.db import first_row, lock_timeout, transaction
 from dpspin_sql.errors import BadInput, StoreBusy
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
 _OPEN: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
 SPLITS = ("aux", "target")
 _SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
-
-
-def lock_timeout() -> float:
-    """Seconds a command waits for a store another process holds, or for the ledger
-    (DPSPIN_LOCK_TIMEOUT, default 60); then it refuses with "store busy" (exit 1)."""
-    try:
-        return max(float(os.environ.get("DPSPIN_LOCK_TIMEOUT", "60")), 0.0)
-    except ValueError:
-        return 60.0
 
 
 def connect(path: str | Path, *, create: bool = False, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -151,18 +143,6 @@ def opened(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
                 leftover.unlink(missing_ok=True)
         raise
     con.close()
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All-or-nothing: a failure inside rolls back and re-raises."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def detect_format(path: Path, fmt: str | None) -> str:
@@ -350,13 +330,6 @@ def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row counts a status line needs (aux and target records, atoms, assignments)."""
     row = first_row(con.execute(queries.load("store_counts")))
     return dict(zip(("aux", "target", "excluded", "users_target", "atoms", "assignments"), row))
-
-
-def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:
-    """The first row of a result, fully fetched: DuckDB refuses register/unregister while
-    a result is only partly read (`fetchone` leaves it open)."""
-    rows = result.fetchall()
-    return rows[0] if rows else None
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

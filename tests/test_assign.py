@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpspin_sql import assign, atoms, scorers, split
+from dpspin_sql import assign, atoms, builders, scorers, split
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
 from tests.helpers_atoms import cfpb_like, make_store, shared
@@ -62,7 +62,7 @@ def test_ties_go_to_the_lower_atom_index():
 def fitted_store(tmp_path):
     con = make_store(tmp_path, cfpb_like(12) + cfpb_like(6, split="target", start=5000, canary=CANARY)
                      + [{"record_id": "blank", "text": "nothing relevant here", "split": "target"}])
-    atoms.build(con, "metadata", fields=FIELDS, m=10)
+    builders.build(con, "metadata", fields=FIELDS, m=10)
     return con
 
 
@@ -110,7 +110,7 @@ def test_phrase_dictionary_canary(tmp_path):
     rows += [{"record_id": f"t{i}", "split": "target", "text": f"{CANARY} skin {CANARY} smell, dry {CANARY}"}
              for i in range(60)]
     con = make_store(tmp_path, rows)
-    atoms.build(con, "phrases", min_support=5)
+    builders.build(con, "phrases", min_support=5)
     assign.assign(con, "similarity", K=3)
     assert not any(CANARY in a.label or CANARY in a.description for a in atoms.current_atoms(con))
     assert not any(CANARY in t for t in assign.load_scorer(con).vocabulary)
@@ -139,7 +139,7 @@ def test_bad_scorer_and_missing_pieces(tmp_path):
 
 def test_supervised_needs_labelled_atoms(tmp_path):
     con = make_store(tmp_path, [{"record_id": f"a{i}", "split": "aux", "text": "dry skin here"} for i in range(30)])
-    atoms.build(con, "phrases", min_support=5)
+    builders.build(con, "phrases", min_support=5)
     with pytest.raises(BadInput, match="metadata"):
         assign.assign(con, "supervised")
 
@@ -156,7 +156,7 @@ def test_cfpb_supervised_beats_label_similarity(tmp_path):
     con = store.connect(tmp_path / "c.duckdb", create=True)
     presets.load_preset(con, "cfpb", shared("cfpb_complaints", "complaints.jsonl.gz"))
     split.split(con, "record", 0.5, seed=0)
-    _, manifest = atoms.build(con, "metadata", fields=FIELDS, m=50)
+    _, manifest = builders.build(con, "metadata", fields=FIELDS, m=50)
     assert manifest["m"] == 50
     assign.assign(con, "similarity", K=3, centroid=False)
     plain = assign.evaluate(con)

@@ -44,13 +44,13 @@ def statement(unit: str, *, K: int = 3, B: float = 1.0, where: str = "") -> str:
 
 
 def build_amazon_store(path: Path) -> Path:
-    from dpspin_sql import assign, atoms, ledger, presets, split, store
+    from dpspin_sql import assign, builders, ledger, presets, split, store
 
     con = store.connect(path, create=True)
     ledger.set_budget(con, 50.0, 1e-3)
     presets.load_preset(con, "amazon", AMAZON)
     split.split(con, unit="user", aux_fraction=0.5, seed=1)
-    atoms.build(con, "phrases")
+    builders.build(con, "phrases")
     assign.assign(con, scorer="similarity", K=3)
     con.close()
     return path

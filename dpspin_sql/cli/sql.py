@@ -61,7 +61,7 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
         return
     from dpspin_sql.report import plan_table
 
-    from dpspin_sql.sql import audit_statement
+    from dpspin_sql.sql.audit import audit_statement
 
     said = defaults_line(audit_statement(text).request)
     if said:

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from dpspin_sql.errors import BadInput
+from dpspin_sql.experiment.probe import DEFAULT_PROBE, PROBE_SWEPT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MECHANISMS = ("laplace", "gaussian", "private_topL")   # the grid's default sweep
@@ -155,8 +156,6 @@ def expand(raw: dict, path: Path | None = None) -> Grid:
         runs.extend(expand_dataset(str(ds_name), defaults, overrides or {}, ddir, name))
     probe = None
     if raw.get("probe"):
-        from dpspin_sql.experiment.probe import expand_probe
-
         probe_cfg = raw["probe"]
         probe_ds = str(probe_cfg.get("dataset", "cfpb"))
         base = dataset_settings(probe_ds, defaults, datasets.get(probe_ds) or {}, ddir)
@@ -298,3 +297,38 @@ def _list(x) -> list:
 def _resolve(p: str, ddir: Path) -> Path:
     p = Path(os.path.expanduser(str(p)))
     return p if p.is_absolute() else ddir / p
+
+
+def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:
+    unknown = set(spec) - {"dataset", "label", "description", "texts", "support", "unit", "seeds"} - set(PROBE_SWEPT)
+    if unknown:
+        raise BadInput(f"unknown probe setting(s): {', '.join(sorted(unknown))}")
+    label = spec.get("label") or DEFAULT_PROBE["label"]
+    description = spec.get("description", DEFAULT_PROBE["description"] if "label" not in spec else "")
+    texts = spec.get("texts") or DEFAULT_PROBE["texts"]
+    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise BadInput("probe texts must be a non-empty list of strings")
+    supports = _list(spec.get("support", [0, 5, 10, 20, 40, 80]))
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in supports):
+        raise BadInput("probe support values must be non-negative integers")
+    cfg = dict(base)
+    for k in PROBE_SWEPT:
+        if k in spec:
+            cfg[k] = spec[k]
+    unit = spec.get("unit", "record")
+    if unit not in ("record", "user"):
+        raise BadInput(f"probe unit must be record or user, not {unit!r}")
+    seeds = seed_list(spec.get("seeds", 10))
+    sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
+    Bs = _list(cfg["B"]) if unit == "user" else [1.0]
+    runs, seen = [], set()
+    for s, n, m, K, L, mech, eps, delta, B, seed in itertools.product(
+            supports, sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
+            _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
+        probe = {"label": label, "description": description, "texts": list(texts), "support": int(s)}
+        run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps, delta=delta,
+                         B=B, seed=seed, probe=probe)
+        if run["run_id"] not in seen:
+            seen.add(run["run_id"])
+            runs.append(run)
+    return runs

@@ -46,43 +46,6 @@ DEFAULT_PROBE = {
 PROBE_SWEPT = ("n_records", "n_users", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
 
 
-def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:
-    from dpspin_sql.experiment.grid import _list, run_config, seed_list
-
-    unknown = set(spec) - {"dataset", "label", "description", "texts", "support", "unit", "seeds"} - set(PROBE_SWEPT)
-    if unknown:
-        raise BadInput(f"unknown probe setting(s): {', '.join(sorted(unknown))}")
-    label = spec.get("label") or DEFAULT_PROBE["label"]
-    description = spec.get("description", DEFAULT_PROBE["description"] if "label" not in spec else "")
-    texts = spec.get("texts") or DEFAULT_PROBE["texts"]
-    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise BadInput("probe texts must be a non-empty list of strings")
-    supports = _list(spec.get("support", [0, 5, 10, 20, 40, 80]))
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in supports):
-        raise BadInput("probe support values must be non-negative integers")
-    cfg = dict(base)
-    for k in PROBE_SWEPT:
-        if k in spec:
-            cfg[k] = spec[k]
-    unit = spec.get("unit", "record")
-    if unit not in ("record", "user"):
-        raise BadInput(f"probe unit must be record or user, not {unit!r}")
-    seeds = seed_list(spec.get("seeds", 10))
-    sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
-    Bs = _list(cfg["B"]) if unit == "user" else [1.0]
-    runs, seen = [], set()
-    for s, n, m, K, L, mech, eps, delta, B, seed in itertools.product(
-            supports, sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
-            _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
-        probe = {"label": label, "description": description, "texts": list(texts), "support": int(s)}
-        run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps, delta=delta,
-                         B=B, seed=seed, probe=probe)
-        if run["run_id"] not in seen:
-            seen.add(run["run_id"])
-            runs.append(run)
-    return runs
-
-
 def install_probe_atom(con: duckdb.DuckDBPyConnection, spec: dict, manifest: dict) -> dict:
     """Append the public probe atom to the installed (aux-built) dictionary."""
     from dpspin_sql.atoms import Atom, current_atoms, install

@@ -37,10 +37,9 @@ import yaml
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment import metrics as M
+from dpspin_sql.experiment.artifacts import OWNED, RUN_FILES, clean, load_runs, run_state  # noqa: F401
 from dpspin_sql.experiment.grid import Grid, load_grid
 
-RUN_FILES = ("config.yaml", "private_plan.json", "summary.txt", "verifier_attempts.json", "metrics.json")
-OWNED = ("runs", "prep", "stats", "report", "plots", "grid.yaml")
 
 
 @dataclasses.dataclass
@@ -55,30 +54,6 @@ class GridResult:
 
 
 # ------------------------------------------------------------------ directory state
-
-def clean(out: Path) -> None:
-    """Remove what an earlier grid left in `out` (only the harness's own entries)."""
-    for name in OWNED:
-        p = out / name
-        if p.is_dir():
-            shutil.rmtree(p)
-        elif p.exists():
-            p.unlink()
-
-
-def run_state(run_dir: Path) -> str:
-    """'done', 'failed' or 'missing'."""
-    if not run_dir.is_dir():
-        return "missing"
-    mpath = run_dir / "metrics.json"
-    if mpath.exists() and all((run_dir / f).exists() for f in RUN_FILES):
-        try:
-            if json.loads(mpath.read_text(encoding="utf-8")).get("status") == "ok":
-                return "done"
-        except json.JSONDecodeError:
-            pass
-    return "failed"
-
 
 def _claim_grid(out: Path, grid: Grid) -> None:
     """Write grid.yaml, or refuse to mix this grid's runs with another grid's."""
@@ -225,7 +200,7 @@ class Prep:
 
 def prepare(run: dict, path: Path) -> dict:
     """load → split (seeded hash, user-disjoint at user level) → atoms on aux → assign."""
-    from dpspin_sql import assign, atoms, presets, split, store
+    from dpspin_sql import assign, atoms, builders, presets, split, store
 
     started = time.perf_counter()
     tmp = path.with_name(path.name + ".building")
@@ -238,10 +213,10 @@ def prepare(run: dict, path: Path) -> dict:
         loaded = presets.load_preset(con, run["preset"], run["input"], **opts)
         rep = split.split(con, run["unit"], float(run["aux_fraction"]), int(run["split_seed"]))
         if run["builder"] == "metadata":
-            _, manifest = atoms.build(con, "metadata", fields=list(run["fields"]), m=run["m"] or 10_000,
+            _, manifest = builders.build(con, "metadata", fields=list(run["fields"]), m=run["m"] or 10_000,
                                       min_support=int(run.get("min_support") or 1))
         else:
-            _, manifest = atoms.build(con, "phrases", profile=run.get("profile"), m=run["m"],
+            _, manifest = builders.build(con, "phrases", profile=run.get("profile"), m=run["m"],
                                       min_support=run.get("min_support"))
         if run.get("probe"):
             from dpspin_sql.experiment import probe
@@ -459,26 +434,6 @@ def _json_default(o):
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def load_runs(out: str | Path) -> list[dict]:
-    """Every finished or failed run under out/runs: {'config', 'metrics' | None, 'error' | None}."""
-    runs = []
-    for d in sorted((Path(out) / "runs").iterdir()) if (Path(out) / "runs").is_dir() else []:
-        if not d.is_dir() or d.name.startswith("."):
-            continue
-        cfg_path = d / "config.yaml"
-        if not cfg_path.exists():
-            continue
-        cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-        state = run_state(d)
-        entry = {"dir": d, "config": cfg, "metrics": None, "error": None}
-        if state == "done":
-            entry["metrics"] = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
-        elif (d / "error.json").exists():
-            entry["error"] = json.loads((d / "error.json").read_text(encoding="utf-8"))
-        runs.append(entry)
-    return runs
 
 
 Tick = Callable[[bool], None]

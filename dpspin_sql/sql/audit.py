@@ -87,6 +87,18 @@ class Audited:
         return SketchFilters(self.records_filter, self.assignments_filter)
 
 
+def audit_statement(sql: str) -> Audited:
+    """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement."""
+    from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
+
+    try:
+        statement = parse(sql)
+    except MoreThanOneStatement as many:
+        refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
+               many.statements[1])
+    return audit(statement)
+
+
 def audit(statement: exp.Expression) -> Audited:
     select = _check_root(statement)
     scope = _Scope(select)

@@ -87,11 +87,16 @@ def parse(sql: str) -> exp.Expression:
     if isinstance(statements[0], _BARE_EXPRESSIONS):
         raise BadInput(f"not a SQL statement: {_snippet(sql)}")
     if len(statements) > 1:
-        from dpspin_sql.sql.errors import refuse
-
-        refuse(f"more than one statement (found {len(statements)}); run one DP statement at a time",
-               statements[1])
+        raise MoreThanOneStatement(statements)
     return statements[0]
+
+
+class MoreThanOneStatement(Exception):
+    """Parsed, but not one statement: the audit refuses it (a refusal, not bad input)."""
+
+    def __init__(self, statements: list):
+        super().__init__(f"{len(statements)} statements")
+        self.statements = statements
 
 
 _BARE_EXPRESSIONS = (exp.Alias, exp.Column, exp.Identifier, exp.Literal, exp.Binary, exp.Unary,

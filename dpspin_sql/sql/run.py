@@ -15,7 +15,7 @@ from dpspin_sql import ledger
 from dpspin_sql.engines.base import ENGINES, make_engine
 from dpspin_sql.outputs import Outputs
 from dpspin_sql.request import RequestError
-from dpspin_sql.sql import audit_statement
+from dpspin_sql.sql.audit import audit_statement
 from dpspin_sql.sql.options import refuse_field
 from dpspin_sql.sql.transpile import sketch_sql
 
