@@ -1,0 +1,56 @@
+"""Mentions: find every dictionary label in the summary (`unadmitted_atom`).
+
+Labels of admitted atoms become the mentions other rules attach values to; a label of
+an atom outside the plan is a violation — the whole dictionary is public, so these can
+be detected (SPEC §5). Text that is literally part of an admitted label is supported.
+"""
+from __future__ import annotations
+
+from ..context import Check
+from ..lexicon import Mention
+from ..text import GLUE, contains, content, tokenize
+
+
+def _match(toks, i, variant) -> int | None:
+    """End token index if `variant` matches at i, skipping ≤2 glue words per gap."""
+    k, j, skipped = 0, i, 0
+    while k < len(variant):
+        if j >= len(toks) or toks[j][0] == "|":
+            return None
+        if toks[j][0] == variant[k]:
+            k, j, skipped = k + 1, j + 1, 0
+        elif k > 0 and toks[j][0] in GLUE and skipped < 2:
+            j, skipped = j + 1, skipped + 1
+        else:
+            return None
+    return j
+
+
+def check(c: Check) -> None:
+    text, lex = c.text, c.lex
+    toks = tokenize(text, lex.boundaries)
+    i = 0
+    while i < len(toks):
+        best: tuple[int, tuple] | None = None
+        for pattern, variant in lex.by_first.get(toks[i][0], ()):
+            end = _match(toks, i, pattern)
+            if end is not None and (best is None or len(variant) > len(best[1])
+                                    or (len(variant) == len(best[1]) and lex.variants[variant] & lex.admitted)):
+                best = (end, variant)
+        if best is None:
+            i += 1
+            continue
+        end, variant = best
+        s, e = toks[i][1], toks[end - 1][2]
+        ids = lex.variants[variant]
+        hit = ids & lex.admitted
+        if not hit and variant not in lex.admitted_ngrams:
+            c.add("unadmitted_atom", s, e, f'"{text[s:e]}" names an atom that is not in the released plan; '
+                  "mention only the plan's themes")
+            c.mask(s, e, "¤")
+        else:
+            if not hit:  # literally part of an admitted label: supported, ambiguous
+                hit = {a for a in lex.admitted if contains(content(lex.label_of[a]), variant)}
+            c.mentions.append(Mention(s, e, frozenset(hit), text[s:e]))
+            c.mask(s, e, "§")
+        i = end

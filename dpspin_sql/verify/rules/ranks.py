@@ -1,0 +1,103 @@
+"""Rank claims against the released ranks ("the most common", "ranks third", "the top three").
+
+Superlatives always refer to the whole plan, so they are checked against rank 1 or
+the last released rank; ordinals and rank numbers against the attached theme's rank;
+rank groups against every theme named in the sentence.
+"""
+from __future__ import annotations
+
+import re
+
+from ..context import Check
+from ..numeric import ORDINALS, TENS, UNITS, ord_value, parse_words
+from ..vocab import ORD, PLAN_NOUNS, RANK1, RANKLAST
+
+_COUNTW = "|".join(list(UNITS)[2:] + list(TENS))
+PATTERNS = [
+    (re.compile(rf"\b(?:the\s+)?{ORD}[\s-]+(?:most|largest|biggest|highest|greatest|strongest)\b", re.I), "ord"),
+    (re.compile(rf"\b{ORD}[\s-]+(?:least|lowest|smallest|rarest)\b", re.I), "ordlast"),
+    (re.compile(r"\b(?:rank(?:s|ed|ing)?|placed|places|position(?:ed)?|com(?:es|e|ing)\s+in|came\s+in|sits?\s+at|at|number|no\.|#)\s*(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?"
+                r"(?P<k>\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + r")\b", re.I), "k"),
+    (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?)\s+(?:in\s+)?{ORD}\b", re.I), "ordk"),
+    (re.compile(rf"\b(?:in|at)\s+{ORD}\s+(?:place|position|spot)\b", re.I), "ordk"),
+    (re.compile(rf"\bthe\s+{ORD}\s+(?:{PLAN_NOUNS})\b", re.I), "ordk"),
+    (re.compile(r"\b(?:top|first|leading)\s+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
+    (re.compile(r"\bbottom\s+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
+    (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
+    (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
+    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table)\b|\bin\s+(?:the\s+)?lead\b", re.I), "r1v"),
+    (re.compile(r"\b(?:comes?|came|ranks?|ranked|sits?|is|are)\s+(?:in\s+)?last\b|\bin\s+last\s+place\b|\bat\s+the\s+bottom\b", re.I), "rlastv"),
+]
+
+
+def _skip(kind: str, m: re.Match, txt: str, s: int, e: int) -> bool:
+    """Forms of the patterns that are not rank claims ("at 12", "the top", "number 3 of")."""
+    if kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl"):
+        if not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I):
+            return True
+    if kind == "k" and re.match(r"(?i)(?:at|number|#|no\.)", m.group()) and not re.search(r"(?i)rank|#|no\.|number", m.group()):
+        return True
+    if kind == "k" and re.match(r"(?i)at\s", m.group()) and not re.search(r"(?:st|nd|rd|th)\b|" + "|".join(ORDINALS), m.group(), re.I):
+        return True
+    if kind == "k" and re.match(r"(?i)number\s+\d", m.group()) and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]):
+        return True
+    return False
+
+
+def _ranks(c: Check, men) -> list[int]:
+    return [int(c.atom(x).get("rank", 0)) for x in men.atoms]
+
+
+def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
+    gd = m.groupdict()
+    if kind in ("topn", "bottomn"):
+        kk = gd["k"]
+        n = int(kk) if kk.isdigit() else int(parse_words(kk)[0])
+        ss, se = c.sents[c.sentence_of(s)]
+        for men in c.in_range(ss, se):
+            ranks = _ranks(c, men)
+            ok = any(r <= n for r in ranks) if kind == "topn" else any(r > c.max_rank - n for r in ranks)
+            if not ok:
+                c.add("wrong_rank", men.start, men.end, f'"{men.text}" is not in the {"top" if kind == "topn" else "bottom"} {n} (released rank {ranks[0]})')
+        return
+    plural = bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")
+    if plural:
+        ss, se = c.sents[c.sentence_of(s)]
+        men = c.in_range(ss, se)
+        n = len(men)
+        for mm in men:
+            ranks = _ranks(c, mm)
+            ok = any(r <= n for r in ranks) if kind == "r1" else any(r > c.max_rank - n for r in ranks)
+            if not ok:
+                c.add("wrong_rank", mm.start, mm.end, f'"{mm.text}" is not among the {n} {"most" if kind == "r1" else "least"} common themes (released rank {ranks[0]})')
+        return
+    if kind in ("r1", "r1v"):
+        want = 1
+    elif kind in ("rlast", "rlastv"):
+        want = c.max_rank
+    elif kind == "ordlast":
+        want = c.max_rank - ord_value(gd["ord"]) + 1
+    elif kind in ("ord", "ordk"):
+        want = ord_value(gd["ord"])
+    else:
+        want = ord_value(gd["k"])
+    att = c.attach(s, e)
+    if not att:
+        return
+    ranks = _ranks(c, att[0])
+    if want not in ranks:
+        c.add("wrong_rank", s, e, f'"{att[0].text}" has released rank {ranks[0]}, but the summary says rank {want}')
+
+
+def check(c: Check) -> None:
+    txt = c.masked
+    taken: list[tuple[int, int]] = []
+    for rx, kind in PATTERNS:
+        for m in rx.finditer(txt):
+            s, e = m.span()
+            if c.overlaps(s, e, taken) or c.is_consumed(s, e) or _skip(kind, m, txt, s, e):
+                continue
+            taken.append((s, e))
+            c.consume(s, e)
+            _claim(c, kind, m, s, e)
+    c.rank_spans = taken
