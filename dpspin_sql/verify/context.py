@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import re
+
 from .lexicon import Lexicon, Mention
+from .numeric import numbers
 from .plan import margin_of
 from .text import clauses, merge_list_clauses, sentences
+from .vocab import BIN_PATTERNS, bin_word_applies
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Check:
         self._chars = list(text)
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None
+        self._respective: dict[int, Mention] | None = None
 
     # --- text ---------------------------------------------------------
     def mask(self, s: int, e: int, ch: str) -> None:
@@ -104,8 +109,53 @@ class Check:
     def in_range(self, s: int, e: int) -> list[Mention]:
         return [m for m in self.mentions if s <= m.start < e]
 
+    def respective(self) -> dict[int, Mention]:
+        """Parallel lists: 'A and B follow at 9.6% and 9.4% (respectively)'.
+
+        A list of k ≥ 2 values of one kind (percentages, other numbers, bin words) joined
+        by commas / *and* pairs in order with the list of k themes that ends before it in
+        the same sentence; with *respectively*, with the k distinct themes named before it.
+        """
+        if self._respective is None:
+            self._respective = {}
+            txt = self.masked
+            for ss, se in self.sents:
+                resp = bool(re.search(r"\brespectively\b", txt[ss:se], re.I))
+                kinds: dict[str, list[tuple[int, int]]] = {}
+                for n in numbers(txt[ss:se]):
+                    if not n.ordinal:
+                        kinds.setdefault("pct" if n.pct else "num", []).append((ss + n.start, ss + n.end))
+                for name, needs, rx in BIN_PATTERNS:
+                    for m in rx.finditer(txt, ss, se):
+                        if bin_word_applies(txt, m.start(), m.end(), needs):
+                            kinds.setdefault("bin", []).append(m.span())
+                for spans in kinds.values():
+                    for run in _runs(txt, sorted(set(spans))):
+                        themes = self._theme_list(ss, run[0][0], resp)
+                        if len(themes) == len(run):
+                            self._respective.update(zip((a for a, _ in run), themes))
+        return self._respective
+
+    def _theme_list(self, ss: int, before: int, resp: bool) -> list[Mention]:
+        """The themes a value list pairs with: the list of mentions that ends before it."""
+        ms = self.in_range(ss, before)
+        if resp:
+            out: list[Mention] = []
+            for m in ms:
+                if all(m.atoms != t.atoms for t in out):
+                    out.append(m)
+            return out
+        tail: list[Mention] = []
+        for m in reversed(ms):
+            if tail and not re.fullmatch(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", self.masked[m.end:tail[0].start]):
+                break
+            tail.insert(0, m)
+        return tail if len({m.atoms for m in tail}) == len(tail) else []
+
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
+        if s in self.respective():
+            return [self._respective[s]]
         k = self.sentence_of(s)
         if k < 0:
             return []
@@ -126,6 +176,21 @@ class Check:
             if prev:
                 return [prev[-1]]
         return []
+
+
+_LIST_GLUE = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:,|and|&|,\s*and)\s*(?:about|around|roughly|approximately|"
+                        r"nearly|almost|just\s+over|just\s+under|over|under|~|≈)?\s*$", re.I)
+
+
+def _runs(txt: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low")."""
+    runs: list[list[tuple[int, int]]] = []
+    for sp in spans:
+        if runs and _LIST_GLUE.fullmatch(txt[runs[-1][-1][1]:sp[0]]):
+            runs[-1].append(sp)
+        else:
+            runs.append([sp])
+    return [r for r in runs if len(r) > 1]
 
 
 def _dist(m: Mention, s: int, e: int) -> int:

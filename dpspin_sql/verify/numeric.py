@@ -26,6 +26,8 @@ NUM_RE = re.compile(
     r"(?:(?P<onein>\b(?:one|1)\s+(?:in|out of)\s+(?:every\s+)?(?P<n1>\d+|" + NUMWORD + r"(?:[\s-](?:" + NUMWORD + r"))*)\b)"
     r"|(?P<frac>\b(?:" + "|".join(sorted((re.escape(f) for f in FRACTIONS), key=len, reverse=True)) + r")\b)"
     r"|(?P<vague>\b(?:dozens|hundreds|thousands)\b)"
+    r"|(?P<sci>(?<![\w.,])(?:(?P<mant>\d+(?:\.\d+)?)\s*[×x·*]\s*)?10\s*(?:\^\s*\(?\s*(?P<e1>[-−+]?\d+)\s*\)?"
+    r"|\*\*\s*\(?(?P<e2>[-−+]?\d+)\)?|(?P<e3>[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))"
     r"|(?P<digits>(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?P<ordsfx>st|nd|rd|th)?(?![\w]))"
     r"|(?P<words>\b(?:" + NUMWORD + r")(?:(?:[\s-]|\s+and\s+)(?:" + NUMWORD + r"))*\b))"
     r"(?P<pct>\s*(?:%|percent\b|per\s+cent\b|pct\b|percentage points?\b|pp\b))?",
@@ -84,8 +86,15 @@ def ord_value(s: str) -> int:
     return ORDINALS[s] if s in ORDINALS else int(re.sub(r"\D", "", s))
 
 
-def numbers(masked: str) -> list[Num]:
-    """Every number in the (masked) text; 'one' and 'zero' as words are ordinary English."""
+_SUPER = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+
+
+def numbers(masked: str, include_one: bool = False) -> list[Num]:
+    """Every number in the (masked) text.
+
+    'one' and 'zero' as words are ordinary English ("one of the themes") and are left
+    out unless `include_one` (the count rule reads "only one theme").
+    """
     out: list[Num] = []
     for m in NUM_RE.finditer(masked):
         hedge = (m.group("hedge") or "").strip().lower()
@@ -107,7 +116,7 @@ def numbers(masked: str) -> list[Num]:
             out.append(Num(s, m.end(), m.group().strip(), value, gran, hedge, "digits", pct, bool(ordsfx)))
         elif m.group("words"):
             w = m.group("words")
-            if w.lower() in ("one", "zero") and not pct:
+            if w.lower() in ("one", "zero") and not pct and not include_one:
                 continue  # "one of the themes": ordinary English, not a quantity
             parsed = parse_words(w)
             if parsed:
@@ -118,6 +127,10 @@ def numbers(masked: str) -> list[Num]:
             n1 = m.group("n1")
             n = float(n1) if n1.isdigit() else (parse_words(n1) or (0, 0))[0]
             out.append(Num(s, m.end(), m.group().strip(), n, 0, hedge, "onein", True, False))
+        elif m.group("sci"):  # 10⁻⁶, 10^-6, 1 × 10^-6: precision like 1e-6
+            exp = (m.group("e1") or m.group("e2") or m.group("e3") or "0").translate(_SUPER).replace("−", "-")
+            value = float(m.group("mant") or 1) * 10.0 ** int(exp)
+            out.append(Num(s, m.end(), m.group().strip(), value, abs(value) * 0.05, hedge, "digits", pct, False))
         elif m.group("vague"):
             out.append(Num(s, m.end(), m.group().strip(), 0, 0, hedge, "vague", False, False))
     return out

@@ -26,3 +26,28 @@ RANKLAST = (r"(?:least\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cit
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
 PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
               r"complaint\s+types?|phrases?|labels?)")
+# a sentence about the method itself, not about the data ("no individual can be identified")
+METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
+                    r"counts?\s+at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+BIN_NOUNS = r"(?:bins?|support\s+(?:levels?|bins?|bands?|tiers?)|levels?|tiers?|bands?)"
+RANK_ADJ = r"(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised)"
+# singular and plural nouns for records and the people who wrote them (never plan parts)
+RECORD_NOUNS = (r"(?:reviews?|complaints?|records?|reports?|mentions?|posts?|comments?|tickets?|cases?|submissions?|"
+                r"narratives?|documents?|ratings?|responses?|times|points?|percent|percentage|votes?)")
+PEOPLE_NOUNS = (r"(?:consumers?|customers?|reviewers?|users?|people|persons?|guests?|diners?|respondents?|clients?|"
+                r"borrowers?|patients?|buyers?|shoppers?|visitors?|members?|complainants?)")
+
+
+def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
+    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?"""
+    before = txt[max(0, s - 25):s].lower()
+    after = txt[e:e + 30]
+    if re.search(r"\b(?:more|less|most|least|as|not|never|no|equally|similarly)\s+$", before):
+        return False
+    if re.match(r"\s+than\b", after, re.I):
+        return False
+    if re.match(r"[\s-]+" + META_NOUNS, after, re.I):
+        return False
+    if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
+        return False
+    return True

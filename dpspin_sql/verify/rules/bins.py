@@ -4,22 +4,31 @@ from __future__ import annotations
 import re
 
 from ..context import Check
-from ..vocab import BIN_PATTERNS, META_NOUNS, SUPPORT_NOUNS
+from ..vocab import BIN_PATTERNS, bin_word_applies
 
 
-def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
-    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?"""
-    before = txt[max(0, s - 25):s].lower()
-    after = txt[e:e + 30]
-    if re.search(r"\b(?:more|less|most|least|as|not|never|no|equally|similarly)\s+$", before):
-        return False
-    if re.match(r"\s+than\b", after, re.I):
-        return False
-    if re.match(r"[\s-]+" + META_NOUNS, after, re.I):
-        return False
-    if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
-        return False
-    return True
+def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
+    """Bin words in masked[s:e] that make a support claim: ({bin names}, start, end).
+
+    "moderate or low" is one predicate with two bins (either is true of a member).
+    """
+    txt = c.masked
+    found: list[tuple[str, int, int]] = []
+    for bin_name, needs_noun, rx in BIN_PATTERNS:
+        for m in rx.finditer(txt, s, e):
+            ws, we = m.span()
+            if c.is_consumed(ws, we) or c.overlaps(ws, we, c.rank_spans) or any(ws < b and a < we for _, a, b in found):
+                continue
+            if bin_word_applies(txt, ws, we, needs_noun):
+                found.append((bin_name, ws, we))
+    found.sort(key=lambda f: f[1])
+    out: list[tuple[set, int, int]] = []
+    for name, ws, we in found:
+        if out and re.fullmatch(r"\s*(?:,|or|,\s*or|/|and/or)\s*", txt[out[-1][2]:ws]):
+            out[-1] = (out[-1][0] | {name}, out[-1][1], we)
+        else:
+            out.append(({name}, ws, we))
+    return out
 
 
 def check(c: Check) -> None:

@@ -30,6 +30,12 @@ GAP = re.compile(r"(?P<q>\b(?:large|wide|big|clear|substantial|sizable|sizeable|
                  r"small|narrow|slight|negligible|tiny|minor|little|no|marginal)\s+)?"
                  r"\b(?:gap|difference|margin|spread|distance)\s+(?:between|separating)\b|\bdiffer(?:s)?\s+by\b", re.I)
 _SMALL = ("small", "narrow", "slight", "negligible", "tiny", "minor", "little", "no", "marginal")
+# "the difference between A and B is too small to matter", "no meaningful difference between"
+_SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|minor|little|insignificant|no\s+(?:real\s+|"
+                          r"meaningful\s+|significant\s+|clear\s+|statistically\s+meaningful\s+)?(?=gap|difference)|"
+                          r"not\s+(?:statistically\s+)?(?:meaningful|significant|reliable)|within\s+the\s+(?:public\s+)?"
+                          r"(?:comparison\s+)?margin|(?:below|under|less\s+than)\s+the\s+(?:public\s+)?(?:comparison\s+)?margin|"
+                          r"indistinguishable|within\s+(?:the\s+)?noise)\b", re.I)
 
 
 def _groups(c: Check, s: int, e: int) -> tuple[list[Mention], list[Mention]]:
@@ -133,9 +139,9 @@ def check(c: Check) -> None:
             s, e = m.span()
             if any(s < fe and fs < e for fs, fe, *_ in found):
                 continue
-            if op in ("gt", "lt") and re.match(r"\s*(?:" + HEDGE_APPROX + r")?\s*[\d~]", txt[e:e + 12]) \
-                    and not re.match(r"\s*§", txt[e:]):
-                continue  # "more than 480": a hedge, not a comparison
+            if op in ("gt", "lt") and re.match(r"\s*(?:" + HEDGE_APPROX + r")?\s*(?:[\d~]|(?:" + NUMWORD + r")\b)",
+                                               txt[e:e + 24], re.I) and not re.match(r"\s*§", txt[e:]):
+                continue  # "more than 480", "more than four themes": a hedge, not a comparison
             k = _ratio_k(m) if op == "ratio" else 0.0
             found.append((s, e, op, k, m.group("q") if op == "gap" else ""))
     for s, e, op, k, q in found:
@@ -149,7 +155,10 @@ def check(c: Check) -> None:
             pair = after if len(after) == 2 else ms[:2]
             if len(pair) < 2:
                 continue
-            op2 = "sim" if (q or "").strip().lower() in _SMALL else "gap_big"
+            k = c.sentence_of(s)
+            cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
+            small = (q or "").strip().lower() in _SMALL or bool(_SMALL_WORDS.search(txt[cs:c.sents[k][1]]))
+            op2 = "sim" if small else "gap_big"
             _gap_numbers(c, pair[0], pair[1], s)
             r = _pair_verdict(c, pair[0], pair[1], op2)
             if r:

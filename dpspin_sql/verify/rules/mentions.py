@@ -6,6 +6,8 @@ be detected (SPEC §5). Text that is literally part of an admitted label is supp
 """
 from __future__ import annotations
 
+import re
+
 from ..context import Check
 from ..lexicon import Mention
 from ..text import GLUE, contains, content, tokenize
@@ -52,5 +54,27 @@ def check(c: Check) -> None:
             if not hit:  # literally part of an admitted label: supported, ambiguous
                 hit = {a for a in lex.admitted if contains(content(lex.label_of[a]), variant)}
             c.mentions.append(Mention(s, e, frozenset(hit), text[s:e]))
-            c.mask(s, e, "§")
         i = end
+    c.mentions = _merge_segments(text, c.mentions)
+    for m in c.mentions:
+        c.mask(m.start, m.end, "§")
+
+
+# "fees on credit cards", "Mortgage complaints about trouble during the payment process":
+# two segments of one hierarchical label, a few words apart, name one theme
+_JOIN = re.compile(r"(?:\s+|\s*[:(—–-]\s*)(?:(?!(?:and|or|but|than|nor|versus|vs|while|whereas|compared|more|less|"
+                   r"fewer|similar|ahead|behind)\b)[\w'-]+\s+){0,4}?(?:\s*[:(—–-]\s*)?$", re.I)
+
+
+def _merge_segments(text: str, mentions: list[Mention]) -> list[Mention]:
+    out: list[Mention] = []
+    for m in mentions:
+        if out:
+            prev = out[-1]
+            both = prev.atoms & m.atoms
+            gap = text[prev.end:m.start]
+            if both and both != prev.atoms | m.atoms and _JOIN.match(gap) and not re.search(r"[,;.!?]", gap):
+                out[-1] = Mention(prev.start, m.end, frozenset(both), text[prev.start:m.end])
+                continue
+        out.append(m)
+    return out

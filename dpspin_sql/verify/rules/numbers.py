@@ -1,9 +1,11 @@
 """Numbers: every number left over is a released value of its theme or cued plan metadata.
 
-Runs last: numbers that other rules have judged (ranks, gaps, quantifiers) are
-consumed. A number is accepted when, under the public rounding rule, it matches a
-released value of the theme it is attached to, or a metadata field whose cue word
-stands near it.
+Runs last: numbers that other rules have judged (ranks, counts, intervals, gaps,
+quantifiers) are consumed. A number is accepted when, under the public rounding rule,
+it matches a released value of the theme it is attached to, or a metadata field whose
+cue word stands in the number's clause — or in its sentence when the number's clause
+names no theme (docs/VERIFIER.md, *Plan metadata*). Scopes are grammatical, never a
+character distance: a longer sentence about the margin is as valid as a short one.
 """
 from __future__ import annotations
 
@@ -13,21 +15,63 @@ from ..context import Check
 from ..lexicon import Mention
 from ..numeric import Num, number_matches, numbers
 from ..plan import mass
+from ..text import span_of
 from ..vocab import PLAN_NOUNS
 
+# field → cue words (whole words, case-insensitive); docs/VERIFIER.md *Plan metadata*
+CUES = {
+    "epsilon": r"ε|epsilon|privacy|budget|dp|differential(?:ly)?",
+    "delta": r"δ|delta",
+    "L": PLAN_NOUNS + r"|plan|top|top-l|l",
+    "m": PLAN_NOUNS + r"|dictionary|universe|candidates?|vocabulary|taxonomy|m",
+    "K": r"k|per\s+record|assignments?|at\s+most|up\s+to",
+    "B": r"b|bound|clip(?:ping|ped)?|contributions?|per\s+user",
+    "public_denominator": r"denominator|total|out\s+of|of|among|across|over|in|records?|complaints?|reviews?|documents?",
+    "comparison_margin": r"margin(?!\s+of\s+error)|comparison\s+threshold",
+    "noise_scale": r"noise|scale|σ|sigma|standard\s+deviation",
+    "interval_half_width": r"±|\+/-|\+-|plus\s+or\s+minus|give\s+or\s+take|margin\s+of\s+error|half[\s-]?width|error|"
+                           r"uncertainty|accura(?:cy|te)|precision|within",
+    "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
+}
+_CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in CUES.items()}
 
-def _plan_values(c: Check) -> dict[str, tuple[float, str]]:
-    p = c.plan
-    vals = {}
-    for key, cue in (("epsilon", r"ε|epsilon|privacy|budget|dp"), ("delta", r"δ|delta"),
-                     ("L", PLAN_NOUNS + r"|plan|top|l\b"), ("m", PLAN_NOUNS + r"|dictionary|universe|candidates?|m\b"),
-                     ("K", r"k\b|per\s+record|assignments?|at\s+most|up\s+to"), ("B", r"\bb\b|bound|clip|contribution"),
-                     ("public_denominator", r"out\s+of|of|among|across|total|records|complaints|reviews|documents|denominator|in"),
-                     ("comparison_margin", r"margin"), ("noise_scale", r"noise|scale|σ|sigma")):
-        if isinstance(p.get(key), (int, float)):
-            vals[key] = (float(p[key]), cue)
-    vals["n_atoms"] = (float(c.n), PLAN_NOUNS + r"|plan")
+
+def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
+    """The public metadata values this number could state (field, value)."""
+    p, vals = c.plan, []
+    if num.kind not in ("digits", "words"):
+        return vals
+    if num.pct:  # only the confidence level is a percentage
+        conf = p.get("interval_confidence")
+        return [("interval_confidence", 100.0 * float(conf))] if isinstance(conf, (int, float)) else []
+    for key in CUES:
+        if isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool):
+            vals.append((key, float(p[key]) * (100.0 if key == "interval_confidence" else 1.0)))
+    vals.append(("L", float(c.n)))
     return vals
+
+
+def cue_scope(c: Check, s: int) -> tuple[int, int]:
+    """The number's clause; its sentence when the clause names no admitted theme."""
+    k = c.sentence_of(s)
+    cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+    return (cs, ce) if c.in_range(cs, ce) else c.sents[k]
+
+
+def _matches(key: str, num: Num, v: float) -> bool:
+    """The rounding rule; a confidence level is a label (95%), stated exactly."""
+    if key == "interval_confidence":
+        return abs(num.value - v) < 1e-9 or abs(num.value - v / 100.0) < 1e-9 and not num.pct
+    return number_matches(num, v)
+
+
+def is_metadata(c: Check, num: Num) -> bool:
+    vals = [(k, v) for k, v in metadata_values(c, num) if _matches(k, num, v)]
+    if not vals:
+        return False
+    a, b = cue_scope(c, num.start)
+    region = c.masked[a:num.start] + " " + c.masked[num.end:b]
+    return any(_CUE_RX[k].search(region) for k, _ in vals)
 
 
 def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
@@ -49,23 +93,12 @@ def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
 
 
 def check(c: Check) -> None:
-    txt = c.masked
-    plan_vals = _plan_values(c)
-    for num in numbers(txt):
+    for num in numbers(c.masked):
         s, e = num.start, num.end
         if c.overlaps(s, e, c.rank_spans + c.consumed) or num.ordinal:
             continue  # judged by another rule; ordinals are rank words
-        window = txt[max(0, s - 30):min(len(txt), e + 30)]
-        after = txt[e:e + 40]
-        if not num.pct and num.value == int(num.value) and 0 < num.value <= c.n and \
-                re.match(r"\s+(?:[\w-]+\s+)?" + PLAN_NOUNS + r"\b", after, re.I):
-            continue  # "the two themes": counting what the plan lists
         att = c.attach(s, e)
-        if any(number_matches(num, v) for v in atom_values(c, att, num)):
-            continue
-        if not num.pct and num.kind in ("digits", "words") and any(
-                re.search(r"(?i)(?:^|[\s(=:])(?:" + cue + r")", window) and number_matches(num, v)
-                for v, cue in plan_vals.values()):
+        if any(number_matches(num, v) for v in atom_values(c, att, num)) or is_metadata(c, num):
             continue
         who = f' for "{att[0].text}"' if att else ""
         c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')

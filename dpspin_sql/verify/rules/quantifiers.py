@@ -12,6 +12,7 @@ import re
 
 from ..context import Check
 from ..text import clauses, span_of
+from ..vocab import METHOD
 
 _POPULATION = (r"(?:consumers?|complaints?|complainers?|customers?|reviewers?|reviews?|users?|people|"
                r"persons?|guests?|diners?|respondents?|records?|tickets?|clients?|borrowers?|patients?|"
@@ -24,8 +25,6 @@ QUANT = re.compile(
     r"(?:\s+of)?(?:\s+(?:the|these|those|our|their))?" + _MODIFIER + r"\s+" + _POPULATION + r"\b"
     r"|\b(?P<u>everyone|everybody|nobody|no\s+one|universally|without\s+exception|(?:near|nearly)[\s-]universal)\b",
     re.I)
-METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
-                    r"counts?\s+at\s+most|contribut\w*|ε|epsilon)\b", re.I)
 _NEED = {"most": 0.5, "more than half": 0.5, "over half": 0.5, "vast majority": 0.75, "the vast majority": 0.75,
          "a vast majority": 0.75, "bulk": 0.5, "the bulk": 0.5, "almost all": 0.9, "nearly all": 0.9,
          "virtually all": 0.9}

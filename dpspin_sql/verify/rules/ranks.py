@@ -10,10 +10,21 @@ import re
 
 from ..context import Check
 from ..numeric import ORDINALS, TENS, UNITS, ord_value, parse_words
-from ..vocab import ORD, PLAN_NOUNS, RANK1, RANKLAST
+from ..vocab import ORD, PLAN_NOUNS, RANK1, RANK_ADJ, RANKLAST
+from .bins import bin_predicates
 
 _COUNTW = "|".join(list(UNITS)[2:] + list(TENS))
+_POS = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + "|" + "|".join(list(UNITS)[1:] + list(TENS)) + r")"
+_GROUP_END = rf"(?=[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b|\s*[,.;:)—–]|\s*$|\s+(?:are|were|is|was|have|has|all|both|each|together)\b)"
+# "beyond the top three": the mentions are outside the group
+_EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\s+from|other\s+than|except(?:\s+for)?|"
+                      r"excluding|not\s+(?:in|among)|behind)\s+(?:the\s+)?$", re.I)
 PATTERNS = [
+    (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
+                rf"(?:to|through|thru|–|-|and)\s*#?\s*(?P<b>{_POS})\b", re.I), "range"),
+    (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:most\s+{RANK_ADJ}|largest|biggest|highest|greatest|leading|"
+                r"top-ranked)\b", re.I), "topn"),
+    (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:least\s+{RANK_ADJ}|smallest|lowest|rarest)\b", re.I), "bottomn"),
     (re.compile(rf"\b(?:the\s+)?{ORD}[\s-]+(?:most|largest|biggest|highest|greatest|strongest)\b", re.I), "ord"),
     (re.compile(rf"\b{ORD}[\s-]+(?:least|lowest|smallest|rarest)\b", re.I), "ordlast"),
     (re.compile(r"\b(?:rank(?:s|ed|ing)?|placed|places|position(?:ed)?|com(?:es|e|ing)\s+in|came\s+in|sits?\s+at|at|number|no\.|#)\s*(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?"
@@ -21,8 +32,9 @@ PATTERNS = [
     (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?)\s+(?:in\s+)?{ORD}\b", re.I), "ordk"),
     (re.compile(rf"\b(?:in|at)\s+{ORD}\s+(?:place|position|spot)\b", re.I), "ordk"),
     (re.compile(rf"\bthe\s+{ORD}\s+(?:{PLAN_NOUNS})\b", re.I), "ordk"),
-    (re.compile(r"\b(?:top|first|leading)\s+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
-    (re.compile(r"\bbottom\s+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
+    (re.compile(r"\b(?:top|first|leading)[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
+    (re.compile(r"\bbottom[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
+    (re.compile(r"\b(?:last|final)\s+(?P<k>\d+|" + _COUNTW + r")\b" + _GROUP_END, re.I), "bottomn"),
     (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
     (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
     (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table)\b|\bin\s+(?:the\s+)?lead\b", re.I), "r1v"),
@@ -50,15 +62,24 @@ def _ranks(c: Check, men) -> list[int]:
 
 def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     gd = m.groupdict()
+    if kind == "range":
+        _range(c, _pos(gd["a"]), _pos(gd["b"]), s, e)
+        return
     if kind in ("topn", "bottomn"):
-        kk = gd["k"]
-        n = int(kk) if kk.isdigit() else int(parse_words(kk)[0])
-        ss, se = c.sents[c.sentence_of(s)]
+        n = _pos(gd["k"])
+        word = "top" if kind == "topn" else "bottom"
+        if n > c.max_rank:
+            c.add("wrong_rank", s, e, f'the plan ranks only {c.max_rank} themes, so there is no {word} {n}')
+            return
+        k = c.sentence_of(s)
+        ss, se = c.sents[k]
+        outside = bool(_EXCLUDE.search(c.masked[ss:s]))
         for men in c.in_range(ss, se):
             ranks = _ranks(c, men)
-            ok = any(r <= n for r in ranks) if kind == "topn" else any(r > c.max_rank - n for r in ranks)
-            if not ok:
-                c.add("wrong_rank", men.start, men.end, f'"{men.text}" is not in the {"top" if kind == "topn" else "bottom"} {n} (released rank {ranks[0]})')
+            inside = any(r <= n for r in ranks) if kind == "topn" else any(r > c.max_rank - n for r in ranks)
+            if inside == outside:
+                where = "outside" if not outside else "inside"
+                c.add("wrong_rank", men.start, men.end, f'"{men.text}" (released rank {ranks[0]}) is {where} the {word} {n}')
         return
     plural = bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")
     if plural:
@@ -87,6 +108,39 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     ranks = _ranks(c, att[0])
     if want not in ranks:
         c.add("wrong_rank", s, e, f'"{att[0].text}" has released rank {ranks[0]}, but the summary says rank {want}')
+
+
+def _pos(s: str) -> int:
+    s = s.lower()
+    if s.isdigit():
+        return int(s)
+    if s in ORDINALS or re.match(r"\d+(?:st|nd|rd|th)$", s):
+        return ord_value(s)
+    return int(parse_words(s)[0])
+
+
+def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
+    """'ranks 2 to 4': the themes named there have ranks a..b; with no theme, a bin applies to each."""
+    a, b = min(a, b), max(a, b)
+    if b > c.max_rank:
+        c.add("wrong_rank", s, e, f"the plan ranks only {c.max_rank} themes")
+        return
+    k = c.sentence_of(s)
+    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    named = c.in_range(cs, ce) or c.in_range(*c.sents[k])
+    for men in named:
+        ranks = _ranks(c, men)
+        if not any(a <= r <= b for r in ranks):
+            c.add("wrong_rank", men.start, men.end, f'"{men.text}" has released rank {ranks[0]}, not a rank from {a} to {b}')
+    if named:
+        return
+    members = [x for x in c.lex.atoms if a <= int(c.atom(x).get("rank", 0)) <= b]
+    for bins, ws, we in bin_predicates(c, cs, ce):
+        c.consume(ws, we)
+        for x in members:
+            got = str(c.atom(x).get("bin", "")).lower()
+            if got not in bins:
+                c.add("wrong_bin", ws, we, f'"{c.lex.label_of[x]}" (rank {c.atom(x).get("rank")}) is in the released "{got}" bin, not "{"/".join(sorted(bins))}"')
 
 
 def check(c: Check) -> None:
