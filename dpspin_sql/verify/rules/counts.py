@@ -57,7 +57,7 @@ _LIST_SOME = re.compile(rf"\s*,?\s*(?:including|include|includes|included|such\s
 
 _EXACT = {"", "about", "around", "approximately", "approx.", "approx", "roughly", "some", "close to", "an estimated",
           "estimated", "~", "≈", "circa"}
-_GE = {"at least", "no fewer than"}
+_GE = {"at least", "no fewer than", "no less than"}
 _GT = {"over", "more than", "above", "upwards of", "exceeding", "greater than"}
 _LE = {"up to", "at most", "no more than"}
 _LT = {"under", "below", "less than", "fewer than"}
