@@ -7,6 +7,7 @@ from typing import Iterable
 
 from .text import BOUNDARY_CHARS, content
 
+_POSSESSIVE = {"their", "your", "my", "his", "her", "its", "our"}
 _PLACEHOLDER = {("none",), ("other",), ("n", "a"), ("unknown",), ("i", "do", "not", "know"), ("not", "applicable")}
 
 
@@ -82,4 +83,6 @@ def label_variants(label: str) -> set[tuple]:
             v = content(" ".join(segs[i:j]))
             if v and v not in _PLACEHOLDER:
                 out.add(v)
+    # "Their investigation did not fix an error" is also named as "an investigation that did not fix …"
+    out |= {v[1:] for v in out if len(v) > 2 and v[0] in _POSSESSIVE}
     return out

@@ -26,7 +26,7 @@ def stem(w: str) -> str:
         return w[:-3] + "y"
     if w.endswith("sses"):
         return w[:-2]
-    if len(w) > 4 and w.endswith(("ches", "shes", "xes", "zes")):
+    if len(w) > 4 and w.endswith(("ches", "shes", "xes", "zzes")):  # "sizes" → "size", "boxes" → "box"
         return w[:-2]
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         return w[:-1]

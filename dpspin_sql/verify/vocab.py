@@ -28,7 +28,7 @@ PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|
               r"complaint\s+types?|phrases?|labels?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")
 METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
-                    r"counts?\s+at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|contribut\w*|ε|epsilon)\b", re.I)
 BIN_NOUNS = r"(?:bins?|support\s+(?:levels?|bins?|bands?|tiers?)|levels?|tiers?|bands?)"
 RANK_ADJ = r"(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised)"
 # singular and plural nouns for records and the people who wrote them (never plan parts)

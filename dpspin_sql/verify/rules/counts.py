@@ -47,6 +47,8 @@ _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whi
 _BARE_NEXT = re.compile(rf"\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|of|out|in|per|percent)\b)[a-z]+\b")
 _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOUNS})\b", re.I)
 _BOTH = re.compile(r"\b(?P<q>both|all)\b(?=\s+(?:are|were|have|has|had|fall|fell|sit|remain|show|lie|belong|carry|get)\b)", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
+_RANGE_AFTER = re.compile(r"\s+(?:ranked|ranking|in\s+positions?|at\s+ranks?|from\s+rank)\s+#?(?P<a>\d+)\s*(?:to|through|thru|–|-|and)\s*#?(?P<b>\d+)\b", re.I)
 _TOTAL_SUBJECT = re.compile(r"\b(?:plan|release|summary|list|snapshot|report|it|this|dp-spin)\b", re.I)
 _TOTAL_MARK = re.compile(r"\b(?:released|admitted|listed|published|reported)\b", re.I)
 _TOTAL_AFTER = re.compile(r"\s+(?:in\s+total|in\s+all|altogether|overall)\b", re.I)
@@ -269,8 +271,14 @@ def _predicate(c: Check, ct: _Count) -> tuple[set, int, int, bool] | None:
         return None
     for bins, ws, we in bin_predicates(c, cs, ce):
         if not (ct.start <= ws < ct.end):
+            if ws > ct.end and _NEGATION.search(txt[ct.end:ws]):  # "most themes do not reach moderate support"
+                bins = _all_bins(c) - bins
             return bins, ws, we, False
     return None
+
+
+def _all_bins(c: Check) -> set:
+    return {str(a.get("bin", "")).lower() for a in c.plan["atoms"]} | set(c.plan.get("bins") or {}) | {"low"}
 
 
 def _listed(c: Check, ct: _Count) -> tuple[int, bool, list[frozenset]] | None:
@@ -407,6 +415,12 @@ def _judge_group(c: Check, ct: _Count, h: str, pred) -> None:
         if listed:
             _check_members(c, listed[2], pred)
         return
+    rng = _RANGE_AFTER.match(c.masked[ct.end:])
+    if rng:  # "the six themes ranked 2 through 7": the range is the group
+        a, b = sorted((int(rng.group("a")), int(rng.group("b"))))
+        if not count_ok(h, ct.n, b - a + 1):
+            _fail(c, ct, f"is not the number of ranks from {a} to {b}")
+        return
     for g in _groups(c, k, ct.start):
         if count_ok(h, ct.n, len(g)):
             if pred:
@@ -464,6 +478,39 @@ def _quantifiers(c: Check) -> None:
                   f'themes are in the "{"/".join(sorted(pred[0]))}" bin')
 
 
+_QUANT_THEM = re.compile(r"\b(?P<q>" + "|".join(re.escape(f) for f in sorted(FRACTIONS, key=len, reverse=True)
+                                                if "majority" not in f) + r"|most|none|all|each|both)\s+of\s+(?:them|these|those)\b"
+                         r"(?!\s+(?:" + RECORD_NOUNS + "|" + PEOPLE_NOUNS + "|" + PLAN_NOUNS + r")\b)", re.I)
+
+
+def _quantified_them(c: Check) -> None:
+    """"Half of them are low": a quantifier over the group named before."""
+    for m in _QUANT_THEM.finditer(c.masked):
+        s, e = m.span()
+        if c.overlaps(s, e, c.rank_spans + c.consumed):
+            continue
+        c.consume(s, e)
+        k = c.sentence_of(s)
+        group = _groups(c, k, s)[0]
+        ct = _Count(Num(s, m.end("q"), m.group("q"), 0, 1, "", "words", False, False), 0, s, e)
+        pred = _predicate(c, ct)
+        if not pred:
+            continue
+        c.consume(pred[1], pred[2])
+        q = m.group("q").lower()
+        nb = _n_bin(c, pred[0], group)
+        if q in ("all", "each", "both"):
+            _check_members(c, group, pred)
+            continue
+        ok = {"none": nb == 0, "most": nb > len(group) / 2}.get(q)
+        if ok is None and q in FRACTIONS and group:
+            f = FRACTIONS[q] / 100
+            ok = 0.8 * f - 1e-9 <= nb / len(group) <= 1.2 * f + 1e-9
+        if ok is False:
+            c.add("unsupported_number", s, m.end("q"), f'"{m.group("q")}" does not fit: {nb} of those {len(group)} themes '
+                  f'are in the "{"/".join(sorted(pred[0]))}" bin')
+
+
 def _both(c: Check) -> None:
     """"A and B both have moderate support", "All are rare": every member of the group."""
     for m in _BOTH.finditer(c.masked):
@@ -488,4 +535,5 @@ def check(c: Check) -> None:
             continue
         _judge(c, ct)
     _quantifiers(c)
+    _quantified_them(c)
     _both(c)

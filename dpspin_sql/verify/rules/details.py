@@ -22,7 +22,7 @@ PATTERNS = [
     ("identifier", "a redacted record detail", re.compile(r"\b(?:X{2,}[/-]?)+(?:\d+)?\b|\{\$[\d.,]+\}")),
     ("identifier", "an account-like string",
      re.compile(r"(?<![\w.])(?=[A-Za-z0-9#-]*\d)(?=[A-Za-z0-9#-]*[A-Za-z])(?![0-9.]+[eE][-+]?\d+\b)"
-                r"(?!\d+(?:st|nd|rd|th)\b)(?!\d+(?:\.\d+)?-[a-z]+\b)[A-Za-z0-9][A-Za-z0-9#-]{4,}\b")),
+                r"(?!\d+(?:st|nd|rd|th)\b)(?!\d+(?:\.\d+)?-[a-z]+\b)(?![A-Za-z]{3,}-\d{1,2}\b)[A-Za-z0-9][A-Za-z0-9#-]{4,}\b")),
     ("identifier", "an account-like number", re.compile(r"(?<![\d,.])\d{6,}(?![\d,]|\.\d)|(?<!\w)#\d{3,}\b")),
     ("record_detail", "a calendar date",
      re.compile(rf"\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b{_MONTHS}\s+\d{{4}}\b"

@@ -86,7 +86,8 @@ STATE = re.compile(r"\b(?:become|becomes|became|becoming|get|gets|got|getting|gr
                    r"turning)\s+(?:(?:more|less|increasingly)\b|(?:rarer|commoner|scarcer|larger|smaller|bigger|higher|lower|"
                    r"fewer)\b)(?!\s+than)", re.I)
 TREND = re.compile(r"\b(?:upward|downward|rising|growing|increasing|declining|falling)\s+trends?\b|\btrend(?:s|ed|ing)?\s+"
-                   r"(?:up|down|upward|downward|higher|lower|toward|towards)\b|\btrending\b", re.I)
+                   r"(?:up|down|upward|downward|higher|lower|toward|towards)\b|\btrending\b"
+                   r"|\bseasonal(?:ly|ity)?\b|\bcyclical(?:ly)?\b", re.I)
 _PREVALENCE = (rf"(?:{RECORD_NOUNS}|share|shares|support|mass|masses|prevalence|frequency|volume|number|count|proportion|"
                rf"percentage|rank|ranking|popularity|incidence|{PLAN_NOUNS}|concerns?|it|they|this|these|those)")
 NOUN_CHANGE = re.compile(rf"\b(?:{_CHANGE_NOUNS})\s+(?:in|of)\s+(?:(?:the|its|their|a|an)\s+)?(?:[\w-]+\s+){{0,2}}?"
