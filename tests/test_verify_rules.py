@@ -269,11 +269,35 @@ ATTACH_VALID = [
     ("cfpb", "Mortgage complaints about trouble during the payment process are the seventh most common theme."),
     ("cfpb", "Problems with fees on credit cards rank sixth."),
 ]
+ATTACH_VALID += [
+    ("amazon", "Great price (rank 4, about 6% of reviews) is clearly more common than easy application (about 3%)."),
+    ("amazon", "Long lasting wear (≈9.6%) and strong smell (≈9.4%) are effectively tied for second place."),
+    ("amazon", "The remaining themes — skin irritation, broken bottle, hair color, small bottle and nice scent — each "
+               "appear in fewer than 3% of reviews."),
+    ("amazon", "Small bottle and nice scent each appear in under 1% of reviews."),
+    ("amazon", "Both dry skin (12.2%) and long lasting (9.6%) are common."),
+    ("cfpb", "The two most common themes each exceed 12% of complaints."),
+    ("cfpb", "Three credit reporting themes appear in the plan, and two credit card themes have low or moderate support."),
+    ("cfpb", "Complaints about a reporting company that used the report improperly make up about 6% of complaints."),
+    ("cfpb", "Each released figure is noisy: masses carry Gaussian noise with a scale of 5.38, and a 95% interval of about ±8.8."),
+    ("amazon", "The plan is differentially private: the masses include noise, and only differences of at least 14.9 "
+               "are treated as meaningful."),
+    ("amazon", "Themes at the bottom of the list — small bottle and nice scent — each account for under 1% of reviews."),
+    ("amazon", "The top five themes all have moderate or high support."),
+]
 ATTACH_INVALID = [
     ("amazon", "Long lasting and strong smell follow at roughly 9.4% and 9.6% of reviews.", ["unsupported_number"], "9.4%"),
     ("amazon", "Dry skin and great price have moderate and high support respectively.", ["wrong_bin"], "moderate"),
     ("amazon", "The difference between dry skin and long lasting is too small to matter.", ["unsupported_comparison"],
      "difference between dry skin and long lasting"),
+    ("amazon", "Dry skin and nice scent each appear in under 1% of reviews.", ["unsupported_number"], "under 1%"),
+    ("amazon", "The top two themes each exceed 12% of reviews.", ["unsupported_number"], "exceed 12%"),
+    ("amazon", "Great price (rank 4, about 9% of reviews) leads the moderate bin.", ["unsupported_number"], "about 9%"),
+    ("cfpb", "Four credit reporting themes appear in the plan.", ["unsupported_number"], "Four"),
+    ("cfpb", "Two credit card themes have high support.", ["unsupported_number"], "Two"),
+    ("amazon", "Themes at the bottom of the list — hair color and nice scent — have low support.", ["wrong_rank"],
+     "hair color"),
+    ("amazon", "The top five themes all have moderate support.", ["wrong_bin"], "moderate"),
 ]
 
 # ---------------------------------------------------------------- whole summaries in analyst prose

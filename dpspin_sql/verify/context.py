@@ -59,6 +59,7 @@ class Check:
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None
         self._respective: dict[int, Mention] | None = None
+        self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
 
     # --- text ---------------------------------------------------------
     def mask(self, s: int, e: int, ch: str) -> None:
@@ -152,6 +153,17 @@ class Check:
             tail.insert(0, m)
         return tail if len({m.atoms for m in tail}) == len(tail) else []
 
+    def _paren_owner(self, ss: int, s: int, e: int) -> Mention | None:
+        """'Great price (rank 4, about 6%)': a value in parentheses belongs to the theme just before them."""
+        txt = self.masked
+        opened = txt.rfind("(", ss, s)
+        if opened < 0 or ")" in txt[opened:s]:
+            return None
+        before = [m for m in self.in_range(ss, opened) if m.end <= opened]
+        if not before or not re.fullmatch(r"(?:\s*[\w'-]+){0,2}\s*", txt[before[-1].end:opened]):
+            return None
+        return before[-1]
+
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
         if s in self.respective():
@@ -160,6 +172,9 @@ class Check:
         if k < 0:
             return []
         ss, se = self.sents[k]
+        owner = self._paren_owner(ss, s, e)
+        if owner is not None:
+            return [owner]
         for cs, ce in self.clauses_of(k):
             if cs <= s < ce:
                 ms = self.in_range(cs, ce)

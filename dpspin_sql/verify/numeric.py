@@ -20,7 +20,7 @@ FRACTIONS = {"half": 50.0, "a half": 50.0, "one half": 50.0, "a third": 100 / 3,
 NUMWORD = "|".join(sorted(list(UNITS) + list(TENS) + list(SCALES), key=len, reverse=True))
 HEDGE_APPROX = (r"about|around|approximately|approx\.?|roughly|some|close to|an estimated|estimated|~|≈|circa|nearly|"
                 r"almost|just under|under|below|less than|fewer than|up to|at most|over|more than|above|at least|"
-                r"just over|upwards of|exceeding|greater than")
+                r"just over|upwards of|exceeding|exceeds|exceeded|exceed|surpassing|surpasses|surpassed|greater than")
 NUM_RE = re.compile(
     rf"(?P<hedge>(?:{HEDGE_APPROX})\s*)?"
     r"(?:(?P<onein>\b(?:one|1)\s+(?:in|out of)\s+(?:every\s+)?(?P<n1>\d+|" + NUMWORD + r"(?:[\s-](?:" + NUMWORD + r"))*)\b)"
@@ -33,7 +33,8 @@ NUM_RE = re.compile(
     r"(?P<pct>\s*(?:%|percent\b|per\s+cent\b|pct\b|percentage points?\b|pp\b))?",
     re.I)
 LOW_HEDGES = {"nearly", "almost", "just under", "under", "below", "less than", "fewer than", "up to", "at most"}
-HIGH_HEDGES = {"over", "more than", "above", "at least", "just over", "upwards of", "exceeding", "greater than"}
+HIGH_HEDGES = {"over", "more than", "above", "at least", "just over", "upwards of", "exceeding", "exceeds", "exceeded",
+               "exceed", "surpassing", "surpasses", "surpassed", "greater than"}
 
 
 @dataclass

@@ -24,7 +24,7 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
     found.sort(key=lambda f: f[1])
     out: list[tuple[set, int, int]] = []
     for name, ws, we in found:
-        if out and re.fullmatch(r"\s*(?:,|or|,\s*or|/|and/or)\s*", txt[out[-1][2]:ws]):
+        if out and re.fullmatch(r"\s*(?:or|,\s*or|/|and/or)\s*", txt[out[-1][2]:ws]):
             out[-1] = (out[-1][0] | {name}, out[-1][1], we)
         else:
             out.append(({name}, ws, we))
@@ -32,15 +32,10 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
 
 
 def check(c: Check) -> None:
-    txt = c.masked
-    for bin_name, needs_noun, rx in BIN_PATTERNS:
-        for m in rx.finditer(txt):
-            s, e = m.span()
-            if c.is_consumed(s, e) or c.overlaps(s, e, c.rank_spans) or not bin_word_applies(txt, s, e, needs_noun):
-                continue
-            att = c.attach(s, e, back=False)
-            if not att:
-                continue
-            bins = {str(c.atom(x).get("bin", "")).lower() for x in att[0].atoms}
-            if bin_name not in bins:
-                c.add("wrong_bin", s, e, f'"{att[0].text}" is in the released "{sorted(bins)[0]}" bin, not "{bin_name}"')
+    for names, s, e in bin_predicates(c, 0, len(c.masked)):
+        att = c.attach(s, e, back=False)
+        if not att:
+            continue
+        bins = {str(c.atom(x).get("bin", "")).lower() for x in att[0].atoms}
+        if not bins & names:
+            c.add("wrong_bin", s, e, f'"{att[0].text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')

@@ -19,7 +19,7 @@ from ..text import span_of
 from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
 
-_W = r"[\w'-]+"
+_W = r"[\w'§-]+"
 # a modifier inside a counted noun phrase: any word but verbs, function words and other nouns
 _NOT_MOD = re.compile(rf"(?:of|in|on|at|to|for|by|from|and|or|but|with|than|that|which|who|whose|is|are|was|were|be|"
                       rf"been|have|has|had|do|does|did|not|no|mention|mentions|mentioned|appear|appears|appeared|"
@@ -100,7 +100,17 @@ def _value(num: Num) -> int | None:
 
 
 def _mods_ok(mods: str) -> bool:
-    return not any(_NOT_MOD.match(w) for w in mods.split()) and "§" not in mods and "¤" not in mods
+    """Modifier words of a counted noun; a theme mention among them names a category ("three credit reporting themes")."""
+    return not any(_NOT_MOD.match(w) for w in mods.split() if not w.startswith("§")) and "¤" not in mods
+
+
+def _category(c: Check, ct: _Count) -> list[frozenset] | None:
+    """The admitted atoms a mention inside the counted noun phrase names (a shared label segment)."""
+    ms = [m for m in c.in_range(ct.num.end, ct.end) if m.end <= ct.end]
+    if not ms:
+        return None
+    atoms = frozenset.intersection(*(m.atoms for m in ms))
+    return [frozenset({x}) for x in sorted(atoms)]
 
 
 def _hedge(c: Check, num: Num) -> str:
@@ -147,6 +157,8 @@ def _members_named(c: Check, s: int, e: int) -> list[frozenset]:
 def _groups(c: Check, k: int, start: int) -> list[list[frozenset]]:
     """Groups a determiner may refer to: this sentence's themes, the previous sentence's, the plan."""
     out = []
+    if k in c.groups and c.groups[k]:
+        out.append(c.groups[k])
     here = _members_named(c, *c.sents[k])
     if here:
         out.append(here)
@@ -267,8 +279,8 @@ def _predicate(c: Check, ct: _Count) -> tuple[set, int, int, bool] | None:
                 return bins, ws, we, True
     k = c.sentence_of(ct.start)
     cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    if c.in_range(cs, ce):
-        return None
+    if any(not (ct.start <= m.start < ct.end) for m in c.in_range(cs, ce)):
+        return None  # the clause names a theme of its own: the bin word is that theme's (rule bins)
     for bins, ws, we in bin_predicates(c, cs, ce):
         if not (ct.start <= ws < ct.end):
             if ws > ct.end and _NEGATION.search(txt[ct.end:ws]):  # "most themes do not reach moderate support"
@@ -334,6 +346,22 @@ def _judge(c: Check, ct: _Count) -> None:
     if pred:
         c.consume(pred[1], pred[2])
     group_members: list[frozenset] | None = None
+    category = _category(c, ct) if ct.of_m is None else None
+    if category is not None:  # "three credit reporting themes", "two credit card themes have low support"
+        limit = len(category) - (1 if ct.det == "other" else 0)
+        want = _n_bin(c, pred[0], category) if pred else None
+        total = bool(_TOTAL_SUBJECT.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]))
+        if want is not None and ct.det != "other":
+            ok = count_ok(h, n, want)
+        elif ct.det == "group" or total:
+            ok = count_ok(h, n, limit)
+        else:
+            ok = n <= limit or h in _LE | _LT
+        if not ok:
+            _fail(c, ct, f"does not fit the {len(category)} admitted themes of that category")
+        else:
+            c.groups.setdefault(k, category)
+        return
     if ct.of_m is not None:  # "N of the M …": M names the group
         group_members = _resolve_group(c, ct.of_m, pred)
         if group_members is None:
@@ -409,6 +437,7 @@ def _judge_group(c: Check, ct: _Count, h: str, pred) -> None:
     k = c.sentence_of(ct.start)
     if pred and pred[3]:  # "the three high-support themes": the bin's group
         want = _n_bin(c, pred[0])
+        c.groups.setdefault(k, [frozenset({x}) for x in c.lex.atoms if _in_bins(c, frozenset({x}), pred[0])])
         if not count_ok(h, ct.n, want):
             _fail(c, ct, f'is not the number of themes in the "{"/".join(sorted(pred[0]))}" bin ({want})')
         listed = _listed(c, ct)
@@ -423,12 +452,15 @@ def _judge_group(c: Check, ct: _Count, h: str, pred) -> None:
         return
     for g in _groups(c, k, ct.start):
         if count_ok(h, ct.n, len(g)):
+            c.groups.setdefault(k, g)
             if pred:
                 _check_members(c, g, pred)
             return
     if any(count_ok(h, ct.n, v) for v in _plan_sizes(c)):
+        plan = [frozenset({x}) for x in c.lex.atoms]
+        c.groups.setdefault(k, plan)
         if pred:
-            _check_members(c, [frozenset({x}) for x in c.lex.atoms], pred)
+            _check_members(c, plan, pred)
         return
     _fail(c, ct, f"is not the number of themes in the plan ({c.n}) nor of a group named before")
 

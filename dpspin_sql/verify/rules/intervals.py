@@ -21,6 +21,7 @@ _PM_RX = re.compile(PM, re.I)
 _ALONE = re.compile(r"\bmargin\s+of\s+error\s+(?:of\s+|is\s+|was\s+|:\s*)?|\baccurate\s+to\s+within\s+|\bwithin\s+(?=±)", re.I)
 _POINTS = re.compile(r"\s*(?:%|percent\b|per\s+cent\b|percentage\s+points?\b|points?\b|pp\b)", re.I)
 _RANGE_CUE = re.compile(r"\b(?:interval|range|ci|confidence|plausible|likely|credible)\b", re.I)
+_CONF_AFTER = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:confidence|ci\b|intervals?|credible|level)", re.I)
 _BETWEEN = re.compile(r"\b(between|from)\s+$", re.I)
 
 
@@ -60,6 +61,7 @@ def _find(c: Check) -> list[_Statement]:
             end = h.end + (_POINTS.match(txt[h.end:]).end() if _POINTS.match(txt[h.end:]) else 0)
             before = [n for n in nums if n.end <= m.start()
                       and re.fullmatch(r"(?:\s*(?:%|percent|per\s+cent))?(?:\s+[\w-]+){0,3}?\s*[,(]?\s*", txt[n.end:m.start()], re.I)]
+            before = [n for n in before if not _CONF_AFTER.match(txt[n.end:])]  # "a 95% interval of ±8.8"
             x = before[-1] if before else None
             if x is None:
                 a = _ALONE.search(txt, ss, m.start())

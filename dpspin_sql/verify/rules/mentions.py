@@ -13,6 +13,9 @@ from ..lexicon import Mention
 from ..text import GLUE, contains, content, tokenize
 
 
+_POSSESSIVE = {"their", "your", "my", "his", "her", "its", "our"}
+
+
 def _match(toks, i, variant) -> int | None:
     """End token index if `variant` matches at i, skipping ≤2 glue words per gap."""
     k, j, skipped = 0, i, 0
@@ -21,6 +24,8 @@ def _match(toks, i, variant) -> int | None:
             return None
         if toks[j][0] == variant[k]:
             k, j, skipped = k + 1, j + 1, 0
+        elif 0 < k < len(variant) - 1 and variant[k] in _POSSESSIVE:  # "used the report" for "used your report"
+            k += 1
         elif k > 0 and toks[j][0] in GLUE and skipped < 2:
             j, skipped = j + 1, skipped + 1
         else:

@@ -9,11 +9,12 @@ character distance: a longer sentence about the margin is as valid as a short on
 """
 from __future__ import annotations
 
+import math
 import re
 
 from ..context import Check
 from ..lexicon import Mention
-from ..numeric import Num, number_matches, numbers
+from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
 from ..plan import mass
 from ..text import span_of
 from ..vocab import PLAN_NOUNS
@@ -27,7 +28,8 @@ CUES = {
     "K": r"k|per\s+record|assignments?|at\s+most|up\s+to",
     "B": r"b|bound|clip(?:ping|ped)?|contributions?|per\s+user",
     "public_denominator": r"denominator|total|out\s+of|of|among|across|over|in|records?|complaints?|reviews?|documents?",
-    "comparison_margin": r"margin(?!\s+of\s+error)|comparison\s+threshold",
+    "comparison_margin": r"margins?(?!\s+of\s+error)|comparison\s+threshold|threshold|differences?|differ(?:s|ing)?|"
+                         r"gaps?|apart|meaningful|significant|(?:in)?distinguishable",
     "noise_scale": r"noise|scale|σ|sigma|standard\s+deviation",
     "interval_half_width": r"±|\+/-|\+-|plus\s+or\s+minus|give\s+or\s+take|margin\s+of\s+error|half[\s-]?width|error|"
                            r"uncertainty|accura(?:cy|te)|precision|within",
@@ -92,11 +94,49 @@ def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
     return vals
 
 
+_DISTRIBUTIVE = re.compile(r"\b(?:each|both|apiece|every\s+one|all\s+(?:of\s+them|five|four|three|two))\b", re.I)
+
+
+def _distributed(c: Check, num: Num) -> list[Mention] | None:
+    """'A, B and C each appear in under 3%': the value is stated for every theme of the group."""
+    k = c.sentence_of(num.start)
+    cs, ce = span_of(c.clauses_of(k), num.start, c.sents[k])
+    if not _DISTRIBUTIVE.search(c.masked[cs:ce]):
+        return None
+    if num.start in c.respective() or c._paren_owner(c.sents[k][0], num.start, num.end) is not None:
+        return None  # "both dry skin (12.2%) and long lasting (9.6%)": each value has its own theme
+    if k in c.groups and len(c.groups[k]) > 1:
+        return [Mention(num.start, num.end, g, "") for g in c.groups[k]]
+    named: list[Mention] = []
+    for m in c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else []):
+        if all(m.atoms != x.atoms for x in named):
+            named.append(m)
+    return named if len(named) > 1 else None
+
+
+def _group_fits(c: Check, group: list[Mention], num: Num) -> bool:
+    """Every member satisfies the number; a bound is tight for the member nearest to it."""
+    per = [atom_values(c, [m], num) for m in group]
+    if not all(per):
+        return False
+    if num.kind in ("digits", "words") and num.hedge in LOW_HEDGES | HIGH_HEDGES:
+        low = num.hedge in LOW_HEDGES
+        extreme = max(max(v) for v in per) if low else min(min(v) for v in per)
+        loose = Num(num.start, num.end, num.text, num.value, math.inf, num.hedge, num.kind, num.pct, num.ordinal)
+        return all(any(number_matches(loose, x) for x in v) for v in per) and number_matches(num, extreme)
+    return all(any(number_matches(num, x) for x in v) for v in per)
+
+
 def check(c: Check) -> None:
     for num in numbers(c.masked):
         s, e = num.start, num.end
         if c.overlaps(s, e, c.rank_spans + c.consumed) or num.ordinal:
             continue  # judged by another rule; ordinals are rank words
+        group = _distributed(c, num)
+        if group:
+            if not _group_fits(c, group, num):
+                c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
+            continue
         att = c.attach(s, e)
         if any(number_matches(num, v) for v in atom_values(c, att, num)) or is_metadata(c, num):
             continue

@@ -74,6 +74,10 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
         k = c.sentence_of(s)
         ss, se = c.sents[k]
         outside = bool(_EXCLUDE.search(c.masked[ss:s]))
+        if not outside:
+            top = kind == "topn"
+            c.groups.setdefault(k, [frozenset({x}) for x, a in c.lex.atoms.items()
+                                    if (int(a.get("rank", 0)) <= n if top else int(a.get("rank", 0)) > c.max_rank - n)])
         for men in c.in_range(ss, se):
             ranks = _ranks(c, men)
             inside = any(r <= n for r in ranks) if kind == "topn" else any(r > c.max_rank - n for r in ranks)
@@ -81,7 +85,10 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
                 where = "outside" if not outside else "inside"
                 c.add("wrong_rank", men.start, men.end, f'"{men.text}" (released rank {ranks[0]}) is {where} the {word} {n}')
         return
-    plural = bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")
+    plural = (bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")) \
+        or (kind in ("r1v", "rlastv") and re.search(rf"\b(?:{PLAN_NOUNS})\s+$", c.masked[c.sents[c.sentence_of(s)][0]:s], re.I)
+            and re.search(r"(?:s|ies)\s+$", c.masked[:s], re.I))  # "themes at the bottom of the list"
+    kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
         men = c.in_range(ss, se)
@@ -135,6 +142,7 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
     if named:
         return
     members = [x for x in c.lex.atoms if a <= int(c.atom(x).get("rank", 0)) <= b]
+    c.groups.setdefault(k, [frozenset({x}) for x in members])
     for bins, ws, we in bin_predicates(c, cs, ce):
         c.consume(ws, we)
         for x in members:
