@@ -300,6 +300,63 @@ ATTACH_INVALID = [
     ("amazon", "The top five themes all have moderate support.", ["wrong_bin"], "moderate"),
 ]
 
+DOC_VALID = [  # one case per documented form (docs/VERIFIER.md), as a corpus author would write them
+    ("amazon", "Contributions are clipped at B = 1."),
+    ("amazon", "The release used δ = 1e-6."),
+    ("amazon", "Noise has σ = 5.38."),
+    ("amazon", "Dry skin appears in 612 out of 5,000 reviews."),
+    ("amazon", "Each review counts toward at most 3 themes."),
+    ("amazon", "The plan keeps the top 10 of 50 candidate themes."),
+    ("amazon", "The themes fall into three support levels."),
+    ("amazon", "Two themes, dry skin and long lasting, lead."),
+    ("amazon", "Among the ten themes, the two most common are dry skin and long lasting."),
+    ("amazon", "Exactly one theme is in the high bin."),
+    ("amazon", "No fewer than four themes have moderate support."),
+    ("amazon", "Four or more themes have low support."),
+    ("amazon", "The majority of the themes have low or moderate support."),
+    ("amazon", "All ten themes have high, moderate or low support."),
+    ("amazon", "Both skin irritation and broken bottle have low support."),
+    ("amazon", "A single theme has high support."),
+    ("amazon", "One of the themes has high support."),
+    ("amazon", "Outside the top five, skin irritation leads."),
+    ("amazon", "Positions 9 and 10 belong to small bottle and nice scent."),
+    ("amazon", "A reviewer's perspective is not part of the plan."),
+    ("amazon", "A couple of reviewers mention broken bottles."),
+    ("amazon_iv", "Dry skin has [603.6, 621.2] mentions."),
+    ("amazon_iv", "Dry skin lies from 603.6 to 621.2."),
+    ("amazon_iv", "Dry skin: 603.6 to 621.2 (95% interval)."),
+    ("amazon_iv", "Dry skin: 612 give or take 9."),
+    ("amazon_iv", "Dry skin, 612 +/- 8.8."),
+    ("amazon_iv", "Dry skin has a margin of error of 8.8."),
+]
+DOC_INVALID = [
+    ("amazon", "Contributions are clipped at B = 2.", ["unsupported_number"], "2"),
+    ("amazon", "The release used δ = 1e-5.", ["unsupported_number"], "1e-5"),
+    ("amazon", "Each review counts toward at most 5 themes.", ["unsupported_number"], "at most 5"),
+    ("amazon", "The plan keeps the top 10 of 40 candidate themes.", ["unsupported_number"], "40"),
+    ("amazon", "The themes fall into five support levels.", ["unsupported_number"], "five"),
+    ("amazon", "Two themes, dry skin, long lasting and strong smell, lead.", ["unsupported_number"], "Two"),
+    ("amazon", "Six or more themes have low support.", ["unsupported_number"], "Six"),
+    ("amazon", "The majority of the themes have moderate support.", ["unsupported_number"], "The majority of"),
+    ("amazon", "All ten themes have moderate or low support.", ["wrong_bin"], "moderate or low"),
+    ("amazon", "Both dry skin and broken bottle have low support.", ["wrong_bin"], "low"),
+    ("amazon", "Positions 9 and 10 belong to hair color and nice scent.", ["wrong_rank"], "hair color"),
+    ("amazon", "According to one reviewer, the pump broke.", ["record_detail"], "one reviewer"),
+    ("amazon", "Per one complaint, the seal was broken.", ["record_detail"], "one complaint"),
+    ("amazon", "Someone's order arrived broken.", ["record_detail"], "Someone's"),
+    ("amazon", "A couple said the cap cracked.", ["record_detail"], "A couple said"),
+    ("amazon", "A reviewer's cap cracked in transit.", ["record_detail"], "A reviewer's"),
+    ("amazon", "Dry skin has gained ground.", ["unsupported_trend"], "gained ground"),
+    ("amazon", "Dry skin is up from last year.", ["unsupported_trend"], "is up from"),
+    ("amazon", "Dry skin has overtaken long lasting.", ["unsupported_trend"], "has overtaken"),
+    ("amazon", "Great price lost ground over the year.", ["unsupported_trend"], "lost ground"),
+    ("amazon_iv", "Dry skin: about 612 (±12).", ["unsupported_interval"], "about 612 (±12"),
+    ("amazon_iv", "Dry skin has [590.0, 621.2] mentions.", ["unsupported_interval"], "[590.0, 621.2]"),
+    ("amazon_iv", "Dry skin: 600 to 610 (95% interval).", ["unsupported_interval"], "600 to 610"),
+    ("amazon_iv", "Dry skin has a margin of error of 4.", ["unsupported_interval"], "margin of error of 4"),
+    ("amazon_iv", "Intervals are 99% intervals.", ["unsupported_number"], "99%"),
+]
+
 # ---------------------------------------------------------------- whole summaries in analyst prose
 PROSE_VALID = [
     ("cfpb", "This summary is based on a differentially private release with ε = 1 and δ = 10⁻⁶, covering the ten "
@@ -337,17 +394,18 @@ def _check_invalid(plan_name, summary, codes, bad):
             (code, bad, [x.to_dict() for x in v.violations])
 
 
-@pytest.mark.parametrize("plan_name,summary", COUNTS_VALID + RANKS_VALID + METADATA_VALID + TREND_VALID
-                         + ANECDOTE_VALID + INTERVAL_VALID + ATTACH_VALID + PROSE_VALID,
-                         ids=_ids(COUNTS_VALID + RANKS_VALID + METADATA_VALID + TREND_VALID + ANECDOTE_VALID
-                                  + INTERVAL_VALID + ATTACH_VALID + PROSE_VALID))
+_VALID = (COUNTS_VALID + RANKS_VALID + METADATA_VALID + TREND_VALID + ANECDOTE_VALID + INTERVAL_VALID
+          + ATTACH_VALID + DOC_VALID + PROSE_VALID)
+_INVALID = COUNTS_INVALID + RANKS_INVALID + METADATA_INVALID + ATTACH_INVALID + DOC_INVALID
+
+
+@pytest.mark.parametrize("plan_name,summary", _VALID, ids=_ids(_VALID))
 def test_valid(plan_name, summary):
     v = verify(summary, plan(plan_name))
     assert v.accepted, [x.to_dict() for x in v.violations]
 
 
-@pytest.mark.parametrize("plan_name,summary,codes,bad", COUNTS_INVALID + RANKS_INVALID + METADATA_INVALID + ATTACH_INVALID,
-                         ids=_ids(COUNTS_INVALID + RANKS_INVALID + METADATA_INVALID + ATTACH_INVALID))
+@pytest.mark.parametrize("plan_name,summary,codes,bad", _INVALID, ids=_ids(_INVALID))
 def test_invalid(plan_name, summary, codes, bad):
     _check_invalid(plan_name, summary, codes, bad)
 

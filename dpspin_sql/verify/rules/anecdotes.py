@@ -20,7 +20,7 @@ from .details import QUOTE_RE
 PERSONS = set("""customer consumer reviewer user person client borrower complainant complainer guest diner patient man
 woman individual buyer purchaser shopper homeowner tenant renter cardholder applicant member subscriber caller visitor
 traveler traveller student parent mother father mom dad wife husband son daughter veteran senior retiree resident
-victim writer poster commenter filer family lady gentleman guy girl boy friend""".split())
+victim writer poster commenter filer family lady gentleman guy girl boy friend couple""".split())
 RECORDS = set("review complaint record report post comment ticket case submission narrative story rating".split())
 _TWO_WORD_PERSONS = {("account", "holder")}
 _PRONOUNS = {"he", "she", "him", "his", "her", "hers", "himself", "herself"}
@@ -56,6 +56,20 @@ highlight emphasize emphasise estimate see would""".split())
 _PLAN_REF = re.compile(rf"§|\b(?:{PLAN_NOUNS}|plan|release|summary|margin|support|rank|bin|ε|epsilon|noise|mass)\b", re.I)
 _ONE_IN_N = re.compile(rf"\s+(?:in|out\s+of)\s+(?:every\s+)?(?:\d+|{NUMWORD})\b", re.I)
 _TOKEN = re.compile(r"§+|¤+|[A-Za-z][\w'’-]*|\d[\d.,]*|[^\s\w]")
+
+
+def _SOURCE_BEFORE(sc: "_Scan", i: int) -> bool:
+    """The reference is a source: 'in / from / per / by / according to / in the words of' one review or reviewer."""
+    return sc.low(i - 1) in ("in", "from", "per", "by") or (sc.low(i - 2), sc.low(i - 1)) in (
+        ("according", "to"), ("words", "of"), ("told", "by"), ("account", "of"))
+
+
+def _past_in_clause(c: Check, sc: "_Scan", j: int) -> bool:
+    """Is there a past-tense verb after token j in its clause?"""
+    pos = sc.toks[j][2]
+    k = c.sentence_of(pos)
+    ce = next((b for a, b in c.clauses_of(k) if a <= pos < b), c.sents[k][1])
+    return any(_past(t) for t, s, _ in sc.toks[j + 1:] if s < ce)
 
 
 def _past(w: str) -> bool:
@@ -148,6 +162,9 @@ def check(c: Check) -> None:
             report(i, i, "refers to one individual" if low in _PRONOUNS else "is first-person narration from a record")
             continue
         # someone / somebody + verb
+        if low in ("someone's", "somebody's", "someone’s", "somebody’s"):
+            report(i, i, "is an anecdote about one person")
+            continue
         if low in ("someone", "somebody") and sc.low(i + 1) != "else":
             for p in sc.continuation(i + 1):
                 if p < len(toks) and _finite(toks[p][0]) and not method_modal(i, p):
@@ -174,7 +191,7 @@ def check(c: Check) -> None:
             n = i + d + mods
             if n >= len(toks):
                 break
-            if mods and (sc.low(n - 1) in _FUNCTION or not re.match(r"[A-Za-z][\w'’-]*$", toks[n - 1][0])):
+            if mods and (sc.low(n - 1) in _FUNCTION or not re.match(r"\w[\w'’-]*$", toks[n - 1][0])):
                 break
             noun_tok = toks[n][0]
             w = _word(noun_tok)
@@ -188,17 +205,19 @@ def check(c: Check) -> None:
             nxt = sc.low(end + 1)
             if not possessive and (nxt in _COMPOUND or _ONE_IN_N.match(c.masked[toks[end][2]:])):
                 break  # "a customer-service theme", "one customer in ten"
+            if w == "couple" and nxt == "of":
+                break  # "a couple of reviewers" is a quantifier
+            if (is_record or strong) and _SOURCE_BEFORE(sc, i):
+                report(i, end, "points at one record" if is_record else "cites one person")
+                break  # "in one review, …", "according to one reviewer, …"
             if is_record:
-                if sc.low(i - 1) in ("in", "from") or (sc.low(i - 2), sc.low(i - 1)) == ("according", "to"):
-                    report(i, end, "points at one record")
-                    break
                 for p in sc.continuation(end + 1):
                     if p < len(toks) and (_past(toks[p][0]) or sc.low(p) in _REPORTING):
                         report(i, p, "is an anecdote from one record")
                         break
                 break
-            if possessive:
-                if not the:
+            if possessive:  # "one diner's steak"; "a customer's card was declined" (but "a reviewer's perspective is …")
+                if strong or (plain and _past_in_clause(c, sc, end)):
                     report(i, end, "is an anecdote about one person")
                 break
             if nxt == "whose" and not the:

@@ -22,12 +22,19 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
             if bin_word_applies(txt, ws, we, needs_noun):
                 found.append((bin_name, ws, we))
     found.sort(key=lambda f: f[1])
-    out: list[tuple[set, int, int]] = []
-    for name, ws, we in found:
-        if out and re.fullmatch(r"\s*(?:or|,\s*or|/|and/or)\s*", txt[out[-1][2]:ws]):
-            out[-1] = (out[-1][0] | {name}, out[-1][1], we)
+    runs: list[list[tuple[str, int, int]]] = []
+    for f in found:
+        if runs and re.fullmatch(r"\s*(?:,|or|,\s*or|/|and/or)\s*", txt[runs[-1][-1][2]:f[1]]):
+            runs[-1].append(f)
         else:
-            out.append(({name}, ws, we))
+            runs.append([f])
+    out: list[tuple[set, int, int]] = []
+    for run in runs:  # "high, moderate or low" is one claim; "high, moderate" without "or" is two
+        glue = [txt[a[2]:b[1]] for a, b in zip(run, run[1:])]
+        if len(run) > 1 and any(re.search(r"or|/", g) for g in glue):
+            out.append(({n for n, _, _ in run}, run[0][1], run[-1][2]))
+        else:
+            out.extend(({n}, ws, we) for n, ws, we in run)
     return out
 
 

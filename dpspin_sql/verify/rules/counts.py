@@ -49,6 +49,10 @@ _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOU
 _BOTH = re.compile(r"\b(?P<q>both|all)\b(?=\s+(?:are|were|have|has|had|fall|fell|sit|remain|show|lie|belong|carry|get)\b)", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
 _RANGE_AFTER = re.compile(r"\s+(?:ranked|ranking|in\s+positions?|at\s+ranks?|from\s+rank)\s+#?(?P<a>\d+)\s*(?:to|through|thru|–|-|and)\s*#?(?P<b>\d+)\b", re.I)
+_K_CUE = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
+                    r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
+                    r"assign(?:ed|ment)s?)\b", re.I)
+_BOTH_AB = re.compile(r"\bboth\s+§+\s+and\s+§+", re.I)
 _TOTAL_SUBJECT = re.compile(r"\b(?:plan|release|summary|list|snapshot|report|it|this|dp-spin)\b", re.I)
 _TOTAL_MARK = re.compile(r"\b(?:released|admitted|listed|published|reported)\b", re.I)
 _TOTAL_AFTER = re.compile(r"\s+(?:in\s+total|in\s+all|altogether|overall)\b", re.I)
@@ -216,6 +220,7 @@ def _recognise(c: Check) -> list[_Count]:
         k = c.sentence_of(num.start)
         se = c.sents[k][1]
         before, after = txt[c.sents[k][0]:num.start], txt[num.end:se]
+        after = re.sub(r"^\s+or\s+(?:more|fewer|less)\b", lambda m: " " * len(m.group()), after, flags=re.I)  # "four or more themes"
         ct = None
         if _QUANT_OF.search(before):
             continue  # "half of the ten themes": read by _quantifiers
@@ -281,7 +286,9 @@ def _predicate(c: Check, ct: _Count) -> tuple[set, int, int, bool] | None:
     cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
     if any(not (ct.start <= m.start < ct.end) for m in c.in_range(cs, ce)):
         return None  # the clause names a theme of its own: the bin word is that theme's (rule bins)
-    for bins, ws, we in bin_predicates(c, cs, ce):
+    for bins, ws, we in bin_predicates(c, cs, c.sents[k][1]):  # a list "high, moderate or low" may run past a comma
+        if ws >= ce:
+            break
         if not (ct.start <= ws < ct.end):
             if ws > ct.end and _NEGATION.search(txt[ct.end:ws]):  # "most themes do not reach moderate support"
                 bins = _all_bins(c) - bins
@@ -337,6 +344,11 @@ def _judge(c: Check, ct: _Count) -> None:
     if ct.bins_noun:
         if not any(count_ok(h, n, v) for v in _bin_levels(c)):
             _fail(c, ct, f"is not the number of support bins ({'/'.join(map(str, sorted(_bin_levels(c))))})")
+        return
+    if ct.noun and _K_CUE.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]) \
+            and isinstance(c.plan.get("K"), (int, float)):  # "each review counts toward at most 3 themes": K
+        if n != int(c.plan["K"]):  # "at most" / "up to" belong to the bound's definition
+            _fail(c, ct, f"is not the public bound K = {c.plan['K']:g} on themes per record")
         return
     if ct.noun and _is_dictionary(c, ct):
         if not any(count_ok(h, n, v) for v in _dict_sizes(c)):
@@ -544,7 +556,16 @@ def _quantified_them(c: Check) -> None:
 
 
 def _both(c: Check) -> None:
-    """"A and B both have moderate support", "All are rare": every member of the group."""
+    """"A and B both have moderate support", "Both A and B are rare", "All are rare": every member of the group."""
+    for m in _BOTH_AB.finditer(c.masked):
+        s, e = m.span()
+        k = c.sentence_of(s)
+        cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+        preds = [p for p in bin_predicates(c, e, c.sents[k][1]) if p[1] < ce] if not c.is_consumed(s, s + 4) else []
+        if preds:
+            group = _members_named(c, s, e)
+            c.consume(s, s + 4)
+            _check_members(c, group, (*preds[0], False))
     for m in _BOTH.finditer(c.masked):
         s, e = m.span()
         if c.overlaps(s, e, c.rank_spans + c.consumed):

@@ -143,7 +143,9 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
         return
     members = [x for x in c.lex.atoms if a <= int(c.atom(x).get("rank", 0)) <= b]
     c.groups.setdefault(k, [frozenset({x}) for x in members])
-    for bins, ws, we in bin_predicates(c, cs, ce):
+    for bins, ws, we in bin_predicates(c, cs, c.sents[k][1]):
+        if ws >= ce:
+            break
         c.consume(ws, we)
         for x in members:
             got = str(c.atom(x).get("bin", "")).lower()

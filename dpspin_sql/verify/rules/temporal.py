@@ -30,8 +30,9 @@ def _regular(base: str) -> list[str]:
 
 _IRREGULAR = {"rise": "rise rises rose risen rising", "grow": "grow grows grew grown growing",
               "fall": "fall falls fell fallen falling", "shrink": "shrink shrinks shrank shrunk shrinking",
-              "swell": "swell swells swelled swollen swelling", "sink": "sink sinks sank sunk sinking"}
-_REGULAR = ("increase decrease decline drop climb surge spike jump soar plunge plummet expand double triple halve "
+              "swell": "swell swells swelled swollen swelling", "sink": "sink sinks sank sunk sinking",
+              "overtake": "overtake overtakes overtook overtaken overtaking", "lose": "lose loses lost lost losing"}
+_REGULAR = ("increase decrease decline drop climb surge spike jump soar plunge plummet expand double triple halve gain "
             "fluctuate peak dip rebound recover worsen improve escalate accelerate slow ease fade subside mount "
             "balloon wane dwindle taper shift change evolve emerge skyrocket tumble slump").split()
 _PHRASAL = {"level": "off", "pick": "up", "tick": "up|down", "edge": "up|down"}
@@ -87,7 +88,9 @@ STATE = re.compile(r"\b(?:become|becomes|became|becoming|get|gets|got|getting|gr
                    r"fewer)\b)(?!\s+than)", re.I)
 TREND = re.compile(r"\b(?:upward|downward|rising|growing|increasing|declining|falling)\s+trends?\b|\btrend(?:s|ed|ing)?\s+"
                    r"(?:up|down|upward|downward|higher|lower|toward|towards)\b|\btrending\b"
-                   r"|\bseasonal(?:ly|ity)?\b|\bcyclical(?:ly)?\b", re.I)
+                   r"|\bseasonal(?:ly|ity)?\b|\bcyclical(?:ly)?\b"
+                   r"|\b(?:gain(?:s|ed|ing)?|los(?:e|es|t|ing))\s+(?:ground|traction|momentum|share)\b"
+                   r"|\b(?:is|are|was|were)\s+(?:up|down)\s+(?:from|since|on|compared|versus|vs\.?|by)\b", re.I)
 _PREVALENCE = (rf"(?:{RECORD_NOUNS}|share|shares|support|mass|masses|prevalence|frequency|volume|number|count|proportion|"
                rf"percentage|rank|ranking|popularity|incidence|{PLAN_NOUNS}|concerns?|it|they|this|these|those)")
 NOUN_CHANGE = re.compile(rf"\b(?:{_CHANGE_NOUNS})\s+(?:in|of)\s+(?:(?:the|its|their|a|an)\s+)?(?:[\w-]+\s+){{0,2}}?"
