@@ -1,6 +1,8 @@
 """Numbers in prose and the public rounding rule (docs/VERIFIER.md, *Numbers*)."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -94,8 +96,18 @@ def numbers(masked: str, include_one: bool = False) -> list[Num]:
     """Every number in the (masked) text.
 
     'one' and 'zero' as words are ordinary English ("one of the themes") and are left
-    out unless `include_one` (the count rule reads "only one theme").
+    out unless `include_one` (the count rule reads "only one theme"). Parsed once per
+    text; callers get fresh objects they may shift.
     """
+    return [Num(*f) for f in _parse(masked, include_one)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(masked: str, include_one: bool) -> tuple[tuple, ...]:
+    return tuple(dataclasses.astuple(n) for n in _numbers(masked, include_one))
+
+
+def _numbers(masked: str, include_one: bool) -> list[Num]:
     out: list[Num] = []
     for m in NUM_RE.finditer(masked):
         hedge = (m.group("hedge") or "").strip().lower()

@@ -9,9 +9,8 @@ group, the plan size, else at most the plan size.
 """
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..context import Check
 from ..numeric import FRACTIONS, Num, ORDINALS, numbers
@@ -38,11 +37,6 @@ _RANKED_OF = re.compile(rf"\b(?:{'|'.join(ORDINALS)}|\d+(?:st|nd|rd|th)|most\s+{
 # after an elliptical count ("all three fall …", "these three form …"): no record noun or unit
 _ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
                        rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?)\b)[a-z]", re.I)
-_NON_NOUN = re.compile(r"\s*(?:$|[,.;:!?)—–§]|\s-\s)|\s+(?:are|were|is|was|have|has|had|fall|falls|fell|sit|sits|share|"
-                       r"shares|show|shows|appear|appears|account|accounts|make|makes|remain|remains|lie|lies|come|comes|"
-                       r"each|all|together|combined|both|of|in|with|at|on|for|to|from|by|as|and|or|but|also|differ|"
-                       r"rank|ranks|follow|follows|trail|lead|lag|sit|belong|belongs|land|stay|get|receive|carry|hold)\b",
-                       re.I)
 _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whilst))\s*$", re.I)
 _BARE_NEXT = re.compile(rf"\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|of|out|in|per|percent)\b)[a-z]+\b")
 _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOUNS})\b", re.I)
@@ -86,7 +80,6 @@ class _Count:
     of_m: "_Count | None" = None   # "N of the M": the M
     of_group: bool = False         # "N of them / these"
     bins_noun: bool = False
-    spans: list = field(default_factory=list)
 
 
 def _last_noun_is_plan(before: str) -> bool:
