@@ -328,6 +328,10 @@ DOC_VALID = [  # one case per documented form (docs/VERIFIER.md), as a corpus au
     ("amazon_iv", "Dry skin: 612 give or take 9."),
     ("amazon_iv", "Dry skin, 612 +/- 8.8."),
     ("amazon_iv", "Dry skin has a margin of error of 8.8."),
+    ("amazon", "Two patterns stand out: skin feel and longevity."),
+    ("amazon", "The plan suggests two priorities: addressing dry skin and keeping the formula long lasting."),
+    ("amazon", "The low-support themes each appear in under 2.5% of reviews."),
+    ("amazon", "Themes in the low bin are each mentioned in fewer than 2.5% of reviews."),
 ]
 DOC_INVALID = [
     ("amazon", "Contributions are clipped at B = 2.", ["unsupported_number"], "2"),
@@ -355,6 +359,10 @@ DOC_INVALID = [
     ("amazon_iv", "Dry skin: 600 to 610 (95% interval).", ["unsupported_interval"], "600 to 610"),
     ("amazon_iv", "Dry skin has a margin of error of 4.", ["unsupported_interval"], "margin of error of 4"),
     ("amazon_iv", "Intervals are 99% intervals.", ["unsupported_number"], "99%"),
+    ("amazon", "Three patterns stand out: skin feel and longevity.", ["unsupported_number"], "Three"),
+    ("amazon", "The plan suggests two priorities.", ["unsupported_number"], "two"),
+    ("amazon", "Themes in the moderate bin are each mentioned in fewer than 2.5% of reviews.", ["unsupported_number"],
+     "fewer than 2.5%"),
 ]
 
 # ---------------------------------------------------------------- whole summaries in analyst prose

@@ -573,7 +573,54 @@ def _both(c: Check) -> None:
         _check_members(c, group, (*preds[0], False))
 
 
+_BINW = r"(?P<b>high|moderate|low)"
+_BIN_GROUP = re.compile(rf"\b(?:the\s+)?{_BINW}[\s-]+(?:support|bin)\s+(?P<n>{PLAN_NOUNS})\b"
+                        rf"|\b(?P<n2>{PLAN_NOUNS})\s+(?:in|with|from)\s+(?:the\s+)?(?P<b2>high|moderate|low)(?:[\s-]+(?:support|bin))?\b",
+                        re.I)
+
+
+def _bin_groups(c: Check) -> None:
+    """'Themes in the low bin are each …', 'the low-support themes all …': a plural noun names the bin's group."""
+    for m in _BIN_GROUP.finditer(c.masked):
+        noun = m.group("n") or m.group("n2")
+        if not re.search(r"(?:s|ies)$", noun, re.I) or c.overlaps(*m.span(), c.rank_spans + c.consumed):
+            continue
+        name = (m.group("b") or m.group("b2")).lower()
+        k = c.sentence_of(m.start())
+        group = [frozenset({x}) for x, a in c.lex.atoms.items() if str(a.get("bin", "")).lower() == name]
+        if group:
+            c.groups.setdefault(k, group)
+            c.consume(*m.span("b" if m.group("b") else "b2"))
+
+
+_DISCOURSE = re.compile(rf"(?:-|\s+)(?:[\w-]+\s+){{0,2}}?(?:patterns?|priorities|takeaways?|groups?|clusters?|points?|findings?|"
+                        r"messages?|signals?|observations?|insights?|highlights?|questions?|dimensions?|aspects?|factors?|"
+                        r"kinds?|types?|sets?|tiers?|areas?\s+of\s+concern|concerns?|lessons?|strengths?|weaknesses?|"
+                        r"pain\s+points?|recommendations?|things?)\b", re.I)
+_ITEMS_AFTER = re.compile(r"(?:\s+[\w-]+){0,3}\s*:\s*(?P<items>[^.;!?\n]+)")
+
+
+def _discourse_counts(c: Check) -> None:
+    """'Two priorities stand out: A and B': a count of the summary's own points equals the items it lists."""
+    txt = c.masked
+    for num in numbers(txt, include_one=False):
+        n = _value(num)
+        if n is None or c.overlaps(num.start, num.end, c.rank_spans + c.consumed):
+            continue
+        m = _DISCOURSE.match(txt, num.end)
+        if not m:
+            continue
+        items = _ITEMS_AFTER.match(txt, m.end())
+        if not items:
+            continue
+        parts = [x for x in re.split(r"\s*(?:,|;|\band\b|\bor\b)\s*", items.group("items")) if x.strip()]
+        c.consume(num.start, num.end)
+        if len(parts) != n:
+            c.add("unsupported_number", num.start, num.end, f'"{num.text}" does not match the {len(parts)} items listed after it')
+
+
 def check(c: Check) -> None:
+    _discourse_counts(c)
     counts = _recognise(c)
     inner = {id(ct.of_m) for ct in counts if ct.of_m is not None}
     for ct in sorted(counts, key=lambda x: x.start):
@@ -583,3 +630,4 @@ def check(c: Check) -> None:
     _quantifiers(c)
     _quantified_them(c)
     _both(c)
+    _bin_groups(c)  # after the counts, which own "the two low-support themes"
