@@ -145,6 +145,10 @@ TREND_VALID = [
     ("yelp", "Long waits are the second most common theme."),
     ("yelp", "Reviews describe a long wait at peak times."),
     ("cfpb", "Consumers describe an increase in interest charges they did not expect."),
+    ("amazon", "Support declined steadily down the list."),
+    ("amazon", "Mentions taper off after the top five."),
+    ("amazon", "Brands should increase bottle durability."),
+    ("amazon", "Retailers could increase sales by fixing packaging."),
 ]
 TREND_INVALID = [
     ("amazon", "Complaints about dry skin have been rising.", "have been rising"),
@@ -200,6 +204,8 @@ ANECDOTE_VALID = [
     ("cfpb", "Consumers describe credit reports that list information belonging to someone else."),
     ("cfpb", "Errors on the consumer reports are the most common theme."),
     ("cfpb", "This report summarizes the released plan."),
+    ("amazon", "In my view, dry skin matters most."),
+    ("amazon", "It seems to me that dry skin leads the plan."),
 ]
 ANECDOTE_INVALID = [
     ("amazon", "A customer whose bottle arrived broken asked for a refund.", "A customer whose"),
@@ -222,6 +228,7 @@ ANECDOTE_INVALID = [
     ("amazon", "One complaint describes a lender who refused to help.", "One complaint describes"),
     ("amazon", "A single review mentioned a broken bottle.", "A single review mentioned"),
     ("amazon", "I found the cream greasy.", "I"),
+    ("amazon", "My order arrived late.", "My"),
     ("yelp", "One diner's steak was cold.", "One diner's"),
     ("yelp", "A guest at the bar waited an hour for a table.", "A guest at the bar waited"),
     ("cfpb", "A borrower whose card was declined filed about fees.", "A borrower whose"),

@@ -53,6 +53,8 @@ _ADVERBS = {"also", "even", "just", "only", "still", "later", "then", "once", "r
             "never", "recently", "finally", "eventually", "repeatedly", "initially"}
 _AUTHORIAL = set("""summarize summarise note find found count treat read interpret recommend suggest caution conclude
 highlight emphasize emphasise estimate see would""".split())
+_AUTHORIAL_NOUNS = set("""view assessment reading opinion analysis summary estimate interpretation judgment judgement
+recommendation recommendations conclusion conclusions sense take reading""".split())
 _PLAN_REF = re.compile(rf"§|\b(?:{PLAN_NOUNS}|plan|release|summary|margin|support|rank|bin|ε|epsilon|noise|mass)\b", re.I)
 _ONE_IN_N = re.compile(rf"\s+(?:in|out\s+of)\s+(?:every\s+)?(?:\d+|{NUMWORD})\b", re.I)
 _TOKEN = re.compile(r"§+|¤+|[A-Za-z][\w'’-]*|\d[\d.,]*|[^\s\w]")
@@ -149,8 +151,10 @@ def check(c: Check) -> None:
         low = sc.low(i)
         # pronouns and first-person narration
         if low in _PRONOUNS or low in _FIRST or toks[i][0] == "I":
-            if low == "me" and sc.low(i - 1) == "let":
-                continue
+            if low == "me" and sc.low(i - 1) in ("let", "to"):
+                continue  # "let me note", "it seems to me"
+            if low == "my" and sc.low(i + 1) in _AUTHORIAL_NOUNS:
+                continue  # "in my view", "my reading of the plan"
             if toks[i][0] == "I":
                 nxt = sc.low(i + 1)
                 if nxt in _MODALS:

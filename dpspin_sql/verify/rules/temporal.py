@@ -130,6 +130,18 @@ def _subject_is_prevalence(txt: str, s: int) -> bool:
     return bool(words) and (words[-1].startswith("§") or re.fullmatch(_PREVALENCE, words[-1], re.I) is not None)
 
 
+_MEASURE = re.compile(r"(?:share|shares|support|mass|masses|mentions?|counts?|numbers?|volume|frequency|values?|prevalence)",
+                      re.I)
+
+
+def _subject_is_measure(txt: str, s: int) -> bool:
+    """'Support declined down the list': a measure across the ranking, not a theme's event."""
+    words = re.findall(r"§+|[\w'-]+", txt[:s])
+    while words and _SKIP_BEFORE.match(words[-1]):
+        words.pop()
+    return bool(words) and _MEASURE.fullmatch(words[-1]) is not None
+
+
 def _claims(c: Check, txt: str, ss: int, se: int) -> list[tuple[int, int]]:
     """Spans of temporal claims in the sentence ss..se (at most one per clause)."""
     sentence = txt[ss:se]
@@ -150,8 +162,8 @@ def _claims(c: Check, txt: str, ss: int, se: int) -> list[tuple[int, int]]:
                 if any(a <= m.start() < b for a, b in blocked):
                     continue
                 form = _FORMS.get(m.group("v").split()[0].lower(), "base")
-                if form != "past" and not frame and RANK_CONTEXT.search(sentence):
-                    continue  # "support drops off after the top three": the shape of the ranking, not time
+                if not frame and RANK_CONTEXT.search(sentence) and (form != "past" or _subject_is_measure(clause, m.start())):
+                    continue  # "support drops (dropped) off after the top three": the ranking's shape, not time
                 if frame or (form in ("s", "past", "base") and _subject_is_prevalence(clause, m.start())
                              and not _OBJECT.match(clause[m.end():])):
                     hit = m.span()
