@@ -118,3 +118,16 @@ def merge_list_clauses(masked: str, spans: list[tuple[int, int]]) -> list[tuple[
 def span_of(spans: list[tuple[int, int]], pos: int, default: tuple[int, int]) -> tuple[int, int]:
     """The span in `spans` that holds `pos`."""
     return next(((a, b) for a, b in spans if a <= pos < b), default)
+
+
+def is_enumerator(text: str, s: int, e: int) -> bool:
+    """'1. Dry skin …', '2) …', '(3) …' at the start of a line or sentence: a list marker, not a claim."""
+    if not re.fullmatch(r"\(?\d{1,2}", text[s:e]) and not (s > 0 and text[s - 1] == "(" and text[s:e].isdigit()):
+        return False
+    start = s - 1 if s > 0 and text[s - 1] == "(" else s
+    after = text[e:e + 2]
+    closes = after[:1] in (".", ")") and (after[1:2] in (" ", "\t", "\n", "") )
+    if text[start:start + 1] == "(":
+        closes = after[:1] == ")"
+    before = text[:start].rstrip(" \t*•#>-")
+    return closes and (before == "" or before[-1] in "\n.!?:;")

@@ -16,7 +16,7 @@ from ..context import Check
 from ..lexicon import Mention
 from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
 from ..plan import mass
-from ..text import span_of
+from ..text import is_enumerator, span_of
 from ..vocab import PLAN_NOUNS
 
 # field → cue words (whole words, case-insensitive); docs/VERIFIER.md *Plan metadata*
@@ -130,8 +130,8 @@ def _group_fits(c: Check, group: list[Mention], num: Num) -> bool:
 def check(c: Check) -> None:
     for num in numbers(c.masked):
         s, e = num.start, num.end
-        if c.overlaps(s, e, c.rank_spans + c.consumed) or num.ordinal:
-            continue  # judged by another rule; ordinals are rank words
+        if c.overlaps(s, e, c.rank_spans + c.consumed) or num.ordinal or is_enumerator(c.text, s, e):
+            continue  # judged by another rule; ordinals are rank words; "1." starts a list item
         group = _distributed(c, num)
         if group:
             if not _group_fits(c, group, num):
