@@ -90,6 +90,7 @@ RANKS_VALID = [
     ("amazon", "Ranks 2 to 5 are held by long lasting, strong smell, great price and easy application."),
     ("amazon", "Strong smell ranks third of ten."),
     ("yelp", "Ranks 8 and 9 go to cold food and live music."),
+    ("yelp", "Rank-based bins: ranks 1–3 are high, 4–7 moderate and 8–10 low."),
 ]
 RANKS_INVALID = [
     ("amazon", "The three most common themes are dry skin, long lasting and great price.", ["wrong_rank"], "great price"),
@@ -99,6 +100,7 @@ RANKS_INVALID = [
     ("amazon", "Themes ranked 4 through 6 have low support.", ["wrong_bin"], "low"),
     ("amazon", "Ranks 1 to 3 include great price.", ["wrong_rank"], "great price"),
     ("amazon", "Ranks 9 to 11 are low.", ["wrong_rank"], "Ranks 9 to 11"),
+    ("yelp", "Rank-based bins: ranks 1–3 are high, 4–6 moderate and 7–10 low.", ["wrong_bin"], "low"),
 ]
 
 # ---------------------------------------------------------------- plan metadata, scoped by clause / sentence

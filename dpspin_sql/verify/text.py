@@ -77,7 +77,8 @@ def sentence_start(text: str, pos: int) -> bool:
 
 
 # ---------------------------------------------------------------- sentences / clauses
-CLAUSE_SPLIT = re.compile(r"[,;:]|—|–|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)
+# a dash splits clauses, except inside a numeric range ("4–7", "603.6–621.2")
+CLAUSE_SPLIT = re.compile(r"[,;:]|(?<!\d)[—–]|[—–](?!\d)|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)
 
 
 def sentences(masked: str) -> list[tuple[int, int]]:

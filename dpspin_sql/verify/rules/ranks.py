@@ -143,9 +143,9 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
         return
     members = [x for x in c.lex.atoms if a <= int(c.atom(x).get("rank", 0)) <= b]
     c.groups.setdefault(k, [frozenset({x}) for x in members])
-    for bins, ws, we in bin_predicates(c, cs, c.sents[k][1]):
-        if ws >= ce:
-            break
+    after = [p for p in bin_predicates(c, e, c.sents[k][1]) if p[1] < ce]
+    before = [p for p in bin_predicates(c, cs, s)]
+    for bins, ws, we in (after[:1] or before[-1:]):  # the range's own bin word: the next one in its clause
         c.consume(ws, we)
         for x in members:
             got = str(c.atom(x).get("bin", "")).lower()
@@ -153,9 +153,13 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
                 c.add("wrong_bin", ws, we, f'"{c.lex.label_of[x]}" (rank {c.atom(x).get("rank")}) is in the released "{got}" bin, not "{"/".join(sorted(bins))}"')
 
 
+_BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?![\w.,%])")
+
+
 def check(c: Check) -> None:
     txt = c.masked
     taken: list[tuple[int, int]] = []
+    range_sentences: set[int] = set()
     for rx, kind in PATTERNS:
         for m in rx.finditer(txt):
             s, e = m.span()
@@ -163,5 +167,16 @@ def check(c: Check) -> None:
                 continue
             taken.append((s, e))
             c.consume(s, e)
+            if kind == "range":
+                range_sentences.add(c.sentence_of(s))
             _claim(c, kind, m, s, e)
+    # "ranks 1–3 are high, 4–7 moderate and 8–10 low": further bare ranges of a rank-range sentence
+    for k in sorted(range_sentences):
+        for m in _BARE_RANGE.finditer(txt, *c.sents[k]):
+            s, e = m.span()
+            if c.overlaps(s, e, taken) or c.is_consumed(s, e):
+                continue
+            taken.append((s, e))
+            c.consume(s, e)
+            _range(c, int(m.group("a")), int(m.group("b")), s, e)
     c.rank_spans = taken
