@@ -1,0 +1,53 @@
+"""Public word lists shared by several rules (bins, ranks, plan nouns)."""
+from __future__ import annotations
+
+import re
+
+from .numeric import ORDINALS
+
+BIN_WORDS = {
+    "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy"],
+    "moderate": ["moderate", "moderately", "medium", "middling", "intermediate", "mid-level", "mid-range", "midrange", "average"],
+    "low": ["low", "rare", "rarely", "uncommon", "infrequent", "scarce", "marginal", "occasional"],
+}
+BIN_NEEDS_NOUN = {"high": ["major", "large", "substantial", "big", "sizable", "considerable"],
+                  "moderate": ["modest", "middle"],
+                  "low": ["minor", "small", "limited", "niche", "slight", "little"]}
+BIN_PATTERNS = [(b, needs, re.compile(r"\b" + re.escape(w).replace(r"\ ", r"\s+").replace(r"\-", r"[\s-]?") + r"\b", re.I))
+                for src, needs in ((BIN_WORDS, False), (BIN_NEEDS_NOUN, True)) for b, ws in src.items() for w in ws]
+SUPPORT_NOUNS = (r"(?:support|share|shares|portion|part|fraction|proportion|presence|volume|number|amount|prevalence|"
+                 r"level|bin|category|group|minority|concern|frequency|mass|theme|topic)")
+META_NOUNS = r"(?:privacy|noise|epsilon|ε|delta|δ|budget|margin|confidence|uncertainty|precision|sensitivity|risk)"
+RANK1 = (r"(?:most\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|"
+         r"raised|frequently\s+\w+|commonly\s+\w+)|largest|biggest|highest|greatest|leading|top-ranked|top|number\s+one|"
+         r"no\.\s*1|#\s*1)")
+RANKLAST = (r"(?:least\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
+            r"widespread|raised)|lowest|smallest|rarest|fewest)")
+ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
+PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
+              r"complaint\s+types?|phrases?|labels?)")
+# a sentence about the method itself, not about the data ("no individual can be identified")
+METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
+                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+BIN_NOUNS = r"(?:bins?|support\s+(?:levels?|bins?|bands?|tiers?)|levels?|tiers?|bands?)"
+RANK_ADJ = r"(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised)"
+# singular and plural nouns for records and the people who wrote them (never plan parts)
+RECORD_NOUNS = (r"(?:reviews?|complaints?|records?|reports?|mentions?|posts?|comments?|tickets?|cases?|submissions?|"
+                r"narratives?|documents?|ratings?|responses?|times|points?|percent|percentage|votes?)")
+PEOPLE_NOUNS = (r"(?:consumers?|customers?|reviewers?|users?|people|persons?|guests?|diners?|respondents?|clients?|"
+                r"borrowers?|patients?|buyers?|shoppers?|visitors?|members?|complainants?)")
+
+
+def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
+    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?"""
+    before = txt[max(0, s - 25):s].lower()
+    after = txt[e:e + 30]
+    if re.search(r"\b(?:more|less|most|least|as|not|never|no|equally|similarly)\s+$", before):
+        return False
+    if re.match(r"\s+than\b", after, re.I):
+        return False
+    if re.match(r"[\s-]+" + META_NOUNS, after, re.I):
+        return False
+    if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
+        return False
+    return True
