@@ -23,8 +23,10 @@ __all__ = ["LLMConfig", "SummaryResult", "public_view", "template_summary", "sum
 
 MAX_ATTEMPTS_LIMIT = 20
 _PUBLIC_META = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "L", "m",
-                "comparison_margin", "public_denominator", "bins", "bin_basis")
-_PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin")
+                "comparison_margin", "public_denominator", "bins", "bin_basis", "interval_confidence",
+                "interval_half_width")
+_PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin",
+                "interval", "support_interval")
 
 
 def public_view(plan: Any) -> dict:
