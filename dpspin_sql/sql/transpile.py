@@ -79,9 +79,6 @@ def bind(tree: exp.Expression, values: dict[str, int]) -> exp.Expression:
     return tree
 
 
-_HAS_TRY = {"trino"}
-
-
 def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
     """The engine-specific rewrites of the module docstring (none for DuckDB)."""
     if dialect == BASE_DIALECT:
@@ -107,12 +104,7 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
             return exp.Cast(this=exact, to=wide.copy())
         return node
 
-    def no_try(node: exp.Expression) -> exp.Expression:
-        # engines without TRY: the Spark engine runs with ANSI mode off (casts and
-        # division give NULL, not an error) and the audit admits only literal patterns
-        return node.this if isinstance(node, exp.Try) and dialect not in _HAS_TRY else node
-
-    tree = tree.transform(types).transform(no_try)
+    tree = tree.transform(types)
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
@@ -123,7 +115,7 @@ def sketch_sql(audited: Audited, dialect: str = BASE_DIALECT, *, pretty: bool = 
         from dpspin_sql.errors import BadInput
 
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    tree = inline_macros(rewrite(audited))
+    tree = inline_macros(rewrite(audited, dialect))
     if bind_params:
         tree = bind(tree, params(audited))
     tree = for_engine(tree, dialect)
