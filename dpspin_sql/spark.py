@@ -76,6 +76,7 @@ def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None
 
     if assign not in ASSIGN_MODES:
         raise BadInput(f"assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
+    check_filters(audited)
     atom_ids, n_records, n_units = target_facts(con, audited.unit)
     scorer = saved_scorer_bytes(con) if assign != "table" else None
     if assign == "scorer" and scorer is None:
@@ -96,12 +97,34 @@ def spark_sketch(con: duckdb.DuckDBPyConnection, audited: Audited, *, spark=None
                   n_records=n_records, n_users=n_units)
 
 
+def check_filters(audited: Audited) -> None:
+    """Refuse, before Spark or the data is touched, what the audit admits for DuckDB but Spark
+    could fail on or take super-linear time over (sql/totality.py `check_engine`)."""
+    from dpspin_sql.sql.totality import check_engine
+
+    check_engine([audited.records_filter, audited.assignments_filter], "spark")
+
+
+def filter_sql(term) -> str:
+    """A filter term in its total form as Spark SQL (never a sqlglot warning on stderr)."""
+    import sqlglot
+
+    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sql.totality import total_form
+
+    with quiet():
+        return total_form(term, "spark").sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+
+
 def apply_filters(spark, audited: Audited, records_df, assignments_df):
-    """Evaluate the statement's WHERE filters on their own, with ANSI mode off, so that a
-    row on which a filter would raise (a failed cast, a division by zero) does not match
-    instead of failing the job: a job that fails on one record's value would answer a
-    question about that record. The filtered frames are materialized (localCheckpoint)
-    before ANSI mode is restored for the sketch, whose exact arithmetic must fail loudly.
+    """Evaluate the statement's WHERE filters on their own and materialize the filtered frames
+    (localCheckpoint) before the exact sketch runs with ANSI mode on.
+
+    The audit admits only filters that cannot raise on any row (sql/totality.py): arithmetic
+    in DOUBLE with division by NULLIF(d, 0), TRY_CAST for conversions, literal patterns and
+    paths, no regular expressions on Spark. The filters still run with ANSI mode off, as
+    defence in depth: a job that failed on one record's value would answer a question about
+    that record.
     """
     if audited.records_filter is None and audited.assignments_filter is None:
         return audited, records_df, assignments_df
@@ -109,11 +132,9 @@ def apply_filters(spark, audited: Audited, records_df, assignments_df):
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
         if audited.records_filter is not None:
-            records_df = records_df.where(
-                f"COALESCE(({audited.records_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+            records_df = records_df.where(filter_sql(audited.records_filter)).localCheckpoint(eager=True)
         if audited.assignments_filter is not None:
-            assignments_df = assignments_df.where(
-                f"COALESCE(({audited.assignments_filter.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+            assignments_df = assignments_df.where(filter_sql(audited.assignments_filter)).localCheckpoint(eager=True)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", previous)
     return dataclasses.replace(audited, records_filter=None, assignments_filter=None), records_df, assignments_df
@@ -121,6 +142,7 @@ def apply_filters(spark, audited: Audited, records_df, assignments_df):
 
 def sketch_from_frames(spark, audited: Audited, records_df, assignments_df, atoms_df) -> list[tuple[int, int]]:
     """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
+    check_filters(audited)  # a refusal, not a failed job: outside the try below
     try:
         audited, records_df, assignments_df = apply_filters(spark, audited, records_df, assignments_df)
         records_df.createOrReplaceTempView("records")
