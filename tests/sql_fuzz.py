@@ -246,7 +246,7 @@ class Generator:
     def text(self, t: str, d: int) -> str:
         choices = ["col", "col", "lit"]
         if d > 0:
-            choices += ["lower", "upper", "trim", "substring", "trycast", "coalesce"]
+            choices += ["lower", "upper", "trim", "substring", "trycast", "coalesce", "concat_literals"]
             if t == "records":
                 choices += ["json", "json"]
             if self.chance(self.hostile):
@@ -276,6 +276,8 @@ class Generator:
             return f"(metadata ->> {self.pick(PATHS)})"
         if kind == "concat":
             return self.pick([f"concat({self.text(t, d - 1)}, 'a')", f"({self.text(t, d - 1)} || 'x')"])
+        if kind == "concat_literals":
+            return self.pick(["('a' || 'b')", "concat('x', '%', '')"])
         return f"CAST({self.text(t, d - 1)} AS VARCHAR)"
 
     def date(self, t: str, d: int) -> str:

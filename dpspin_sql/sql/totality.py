@@ -296,6 +296,14 @@ _ARGS = {
 }
 
 
+# Every node type a filter may contain (docs/THREAT_MODEL.md says why each is total); || and
+# concat only of literals. Anything else is refused by name.
+ADMITTED = (exp.Paren, exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.And, exp.Or, exp.Not, *_COMPARISONS,
+            exp.In, exp.Between, exp.Is, exp.Like, exp.ILike, exp.Escape, exp.RegexpLike, *_ARITHMETIC, exp.Neg,
+            exp.Abs, exp.TryCast, exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Substring, exp.StartsWith,
+            exp.Coalesce, exp.JSONExtract, exp.JSONExtractScalar, exp.DPipe, exp.Concat)
+
+
 class Checker:
     """Types a filter (VARCHAR, INTEGER, DOUBLE, BOOLEAN, DATE, JSON, NULL), refusing what could fail."""
 
@@ -688,59 +696,71 @@ def _constants():
 
 
 def _verify_on_constants(predicate: exp.Expression) -> None:
-    """Run the exact SQL the rewrite will run for each pattern, path and literal, on constants,
-    in a private in-memory DuckDB: any error there is a refusal (nothing of the store is read)."""
+    """Run the exact SQL the rewrite will run for each pattern, path, position and literal on
+    sample values in a private in-memory DuckDB: any error there is a refusal (nothing of the
+    store is read). The samples come from a column (unnest of a parameter), not from literals,
+    so that DuckDB's optimizer treats the expression as it does over a table (rewriting LIKE
+    and regexp into prefix/contains matches) instead of folding it to a constant."""
     from dpspin_sql.sql.audit import _unqualified
 
-    term = total_form(_unqualified(predicate), "duckdb")
-    checks: list[tuple[str, exp.Expression, object]] = []   # (what, expression, expected value or None)
-    for node in list(term.walk()):
-        if isinstance(node, exp.Literal) and node.is_string:
-            checks.append(("a string literal", node.copy(), node.this))
+    original = _unqualified(predicate)
+    literals = [n for n in total_form(original, "duckdb").walk() if isinstance(n, exp.Literal) and n.is_string]
+    # (what, the rewritten expression over t.s, samples, their type, {sample index: expected result});
+    # the expected results come from the audit's reading of the *original* node, the expression
+    # from the rewrite, so a rewrite that changed the meaning is caught too
+    checks: list[tuple[str, exp.Expression, list[str], str, dict]] = []
+    subject = exp.column("s", table="t")
+    for node in list(original.walk()):
         parts = like_parts(node)
-        if parts is not None and (not isinstance(node.parent, exp.Escape)):
+        if parts is not None and not isinstance(node.parent, exp.Escape):
             like, pattern, escape = parts
-            esc = escape.this if escape is not None else None
-            tokens = like_tokens(pattern.this, esc)
+            tokens = like_tokens(pattern.this, (escape.this or None) if escape is not None else None)
             full = "".join(c if k == CHAR else "" if k == ANY else "x" for k, c in tokens)
             wide = "".join(c if k == CHAR else "yy" if k == ANY else "é" for k, c in tokens)
-            for sample in (full, wide, full[:-1], full + "z", *_SAMPLE_TEXT):
-                probe = node.copy()
-                (probe.this if isinstance(probe, exp.Escape) else probe).set("this", exp.Literal.string(sample))
-                expected = True if sample == full and not like.args.get("negate") else None
-                checks.append((f"the {_name(like)} pattern {pattern.this!r}", probe, expected))
-        if isinstance(node, exp.RegexpLike):
-            for sample in (node.expression.this, *_SAMPLE_TEXT):
-                probe = node.copy()
-                probe.set("this", exp.Literal.string(sample))
-                checks.append((f"the regular expression {node.expression.this!r}", probe, None))
-        if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+            probe = total_form(node, "duckdb")
+            (probe.this if isinstance(probe, exp.Escape) else probe).set("this", subject.copy())
+            expected = {0: not like.args.get("negate")}   # sample 0, the pattern's expansion, must match
+            checks.append((f"the {_name(like)} pattern {pattern.this!r}", probe,
+                           [full, wide, full[:-1], full + "z", *_SAMPLE_TEXT], "VARCHAR", expected))
+        elif isinstance(node, exp.RegexpLike):
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            checks.append((f"the regular expression {node.expression.this!r}", probe,
+                           [node.expression.this, *_SAMPLE_TEXT], "VARCHAR", {}))
+        elif isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
             import json
 
-            parts_ = _parse_path_text(node.expression.this, node)
             doc: object = "ok"
-            for part in reversed(parts_):
+            for part in reversed(json_path(node.expression)):
                 doc = [None] * part + [doc] if isinstance(part, int) else {part: doc}
-            probe = type(node)(this=exp.Cast(this=exp.Literal.string(json.dumps(doc)),
-                                             to=exp.DataType.build("JSON")), expression=node.expression.copy())
-            expected = "ok" if isinstance(node, exp.JSONExtractScalar) else '"ok"'
-            checks.append((f"the JSON path {node.expression.this!r}", probe, expected))
-        if isinstance(node, exp.Substring):
-            for sample in _SAMPLE_TEXT:
-                probe = node.copy()
-                probe.set("this", exp.Literal.string(sample))
-                checks.append(("SUBSTRING", probe, None))
-    if not checks:
-        return
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            expected = {0: "ok" if isinstance(node, exp.JSONExtractScalar) else '"ok"'}
+            checks.append((f"the JSON path {node.expression.sql('duckdb')}", probe,
+                           [json.dumps(doc), "{}", "[]", "1", "null", '"ok"'], "JSON", expected))
+        elif isinstance(node, exp.Substring):
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            checks.append(("SUBSTRING", probe, list(_SAMPLE_TEXT), "VARCHAR", {}))
     with _LOCK:
         con = _constants()
-        for what, probe, expected in checks:
-            sql = "SELECT " + probe.sql("duckdb")
+        if literals:
+            sql = "SELECT " + ", ".join(lit.sql("duckdb") for lit in literals)
             try:
-                got = con.execute(sql).fetchall()[0][0]
+                got = con.execute(sql).fetchall()[0]
             except Exception:
-                refuse(f"{what} raises in DuckDB on constants; it would raise on records too", predicate)
-            if expected is not None and got != expected:
+                refuse("a string literal does not read back through DuckDB's parser", predicate)
+            for lit, value in zip(literals, got):
+                if value != lit.this:
+                    refuse(f"the string literal {lit.this!r} does not read back through DuckDB's parser", lit)
+        for what, probe, samples, kind, expected in checks:
+            sql = (f"SELECT t.i, {probe.sql('duckdb')} FROM (SELECT CAST(unnest($samples) AS {kind}) AS s, "
+                   "generate_subscripts($samples, 1) - 1 AS i) AS t")
+            try:
+                rows = dict(con.execute(sql, {"samples": samples}).fetchall())
+            except Exception:
+                refuse(f"{what} raises in DuckDB on sample values; it could raise on records too", predicate)
+            if any(rows.get(i) != value for i, value in expected.items()):
                 refuse(f"{what} does not mean in DuckDB what the audit read it as", predicate)
 
 
