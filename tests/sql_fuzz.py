@@ -442,7 +442,7 @@ def fuzz_cli(family: dict[str, Path], n_accepted: int, seed: int, out: Path, *, 
 
 
 def fuzz_sketch(family: dict[str, Path], n_accepted: int, seed: int, *, report: Report | None = None,
-                deadline: float | None = None) -> Report:
+                deadline: float | None = None, stop_after: int | None = None) -> Report:
     """Run the exact sketch query `dpspin sql` runs (sql/transpile.sketch_sql) for `n_accepted`
     accepted statements on every store of the family: each must succeed everywhere (the only
     data-dependent step of the CLI path; everything before it is static, everything after it
@@ -472,6 +472,8 @@ def fuzz_sketch(family: dict[str, Path], n_accepted: int, seed: int, *, report: 
             report.sketch_pairs += len(cons) - 2
             if failed:
                 report.failures.append((sql, "the sketch query failed on some stores", failed))
+                if stop_after is not None and len(report.failures) >= stop_after:
+                    break
     finally:
         for con in cons.values():
             con.close()

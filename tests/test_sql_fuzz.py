@@ -53,3 +53,15 @@ def test_accepted_sketch_queries_succeed_on_every_neighbour(family):
     assert report.sketch_statements == SKETCH_STATEMENTS
     assert report.refused > 0 and len(report.refusal_reasons) > 5   # the near misses are generated and refused
     assert not report.failures, _fail(report)
+
+
+def test_the_fuzzer_finds_the_failures_of_filters_run_as_written(family, monkeypatch):
+    """Mutation check of the harness: with the rewrite's total form switched off (filters run as
+    the analyst wrote them: integer arithmetic, raw JSON extraction) it finds failing stores."""
+    from dpspin_sql.sql import rewrite
+
+    monkeypatch.setattr(rewrite, "total_form", lambda term, dialect="duckdb": term.copy())
+    report = sql_fuzz.fuzz_sketch(family, SKETCH_STATEMENTS, SEED + 1, stop_after=1)
+    assert report.failures, "the fuzzer found nothing to catch"
+    failing = report.failures[0][2]
+    assert "plain" not in failing or len(failing) < len(family)   # some stores fail, not all: data-dependent

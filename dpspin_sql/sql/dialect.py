@@ -156,12 +156,15 @@ def _check_shape(sql: str) -> None:
 
 
 def tree_depth(node: exp.Expression) -> int:
-    """Nesting depth of a syntax tree, computed without recursion."""
+    """Nesting depth of a syntax tree, computed without recursion. A chain of the same AND/OR
+    (a OR b OR c ...) counts as one level: sqlglot and the audit walk such chains iteratively."""
     best, stack = 0, [(node, 1)]
     while stack:
         current, level = stack.pop()
         best = max(best, level)
-        stack.extend((child, level + 1) for child in current.iter_expressions())
+        for child in current.iter_expressions():
+            flat = isinstance(child, exp.Connector) and type(child) is type(current)
+            stack.append((child, level if flat else level + 1))
     return best
 
 

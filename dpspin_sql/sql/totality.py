@@ -342,9 +342,9 @@ class Checker:
             return BOOL
         if isinstance(node, exp.Null):
             return NULL
-        if isinstance(node, (exp.And, exp.Or)):
-            self._boolean(node.this, f"an operand of {_name(node)}")
-            self._boolean(node.expression, f"an operand of {_name(node)}")
+        if isinstance(node, (exp.And, exp.Or)):  # a chain a OR b OR c ... iteratively, not by recursion
+            for operand in node.flatten():
+                self._boolean(operand, f"an operand of {_name(node)}")
             return BOOL
         if isinstance(node, exp.Not):
             self._boolean(node.this, "the operand of NOT")
@@ -592,6 +592,12 @@ class _Normaliser:
             return node, BOOL
         if isinstance(node, exp.Null):
             return node, NULL
+        if isinstance(node, (exp.And, exp.Or)):  # a chain a OR b OR c ... iteratively, not by recursion
+            for operand in list(node.flatten()):
+                new, _ = self.run(operand)
+                if new is not operand:
+                    operand.replace(new)
+            return node, BOOL
         if like_parts(node) is not None:
             return self._like(node), BOOL
         if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
