@@ -8,7 +8,7 @@ statements through the CLI on every store of the family (base without X, 17 vari
 adversarial record X, the union store), both mechanisms; M accepted statements at the sketch
 level on every store. Prints the JSON report; exits 1 if any outcome differed.
 
-timing: a store of U synthetic users (~4.7 records each) plus the chosen record X, and the
+timing: a store of U synthetic users (~4.7 records each, 70% target) plus the chosen record X, and the
 issue's timing shape — a trigger term on X that raises (integer overflow: abs(INT_MIN)) only
 when the guess about X's text is true, OR-ed with 40 cheap terms over every row:
 
@@ -20,7 +20,8 @@ when the guess about X's text is true, OR-ed with 40 cheap terms over every row:
 - TRY_CAST: the time of TRY_CAST(text AS INTEGER) over 10^6 strings that all fail against
   10^6 that all succeed (an exception-based TRY_CAST would show here).
 
-Medians over R interleaved runs (guess true, guess false, ...). Prints JSON.
+Median and minimum over R interleaved runs (guess true, guess false, ...), for the sketch
+query and for a bare scan of the records with the same filter. Prints JSON.
 """
 from __future__ import annotations
 
@@ -93,51 +94,66 @@ SHAPES = {  # name: (cheap terms OR-ed with the trigger before, the same after t
 
 
 def _queries(where_before: str, where_after: str):
-    """(old-rewrite SQL, new-rewrite SQL, params) per guess for one shape."""
+    """{guess: {"before"/"after": (sketch SQL, filter-scan SQL), "params": ...}} for one shape: the
+    sketch query `dpspin sql` runs, and a bare scan of the records with the same filter (where
+    the chunk re-run is not diluted by the rest of the sketch)."""
     from sqlglot import exp
 
+    from dpspin_sql.sql import audit as audit_module
     from dpspin_sql.sql import audit_statement, rewrite
     from dpspin_sql.sql.rewrite import params
     from dpspin_sql.sql.transpile import sketch_sql
 
+    def scan(audited) -> str:
+        return ("SELECT count(*) FROM records WHERE split = 'target' AND "
+                + rewrite.total_form(audited.records_filter).sql("duckdb"))
+
     out = {}
     for guess in ("secret", "wrong"):
         after_audited = audit_statement(DP.format(f"({TRIGGER.format(g=guess)}) OR {where_after}"))
-        after = sketch_sql(after_audited, "duckdb", pretty=False, bind_params=False)
-        # the old rewrite: the filter as written, guarded by COALESCE(TRY(f), FALSE) (the new audit
-        # would refuse 40 ILIKEs, so the old statement is built on an audited one's tree)
-        real_form, real_check = rewrite.total_form, None
-        from dpspin_sql.sql import audit as audit_module
-
-        real_check = audit_module.check_predicate
+        entry = {"after": (sketch_sql(after_audited, "duckdb", pretty=False, bind_params=False),
+                           scan(after_audited)), "params": params(after_audited)}
+        # the old rewrite: the filter as written, guarded by COALESCE(TRY(f), FALSE), with the
+        # new audit's checks off (it refuses 40 ILIKEs)
+        real_form, real_check = rewrite.total_form, audit_module.check_predicate
         audit_module.check_predicate = lambda predicate, resolve, limits=None: None
         rewrite.total_form = lambda term, dialect="duckdb": exp.func("COALESCE", exp.Try(this=term.copy()),
                                                                      exp.false())
         try:
             before_audited = audit_statement(DP.format(f"({TRIGGER.format(g=guess)}) OR {where_before}"))
-            before = sketch_sql(before_audited, "duckdb", pretty=False, bind_params=False)
+            entry["before"] = (sketch_sql(before_audited, "duckdb", pretty=False, bind_params=False),
+                               scan(before_audited))
         finally:
             rewrite.total_form, audit_module.check_predicate = real_form, real_check
-        out[guess] = (before, after, params(after_audited))
+        out[guess] = entry
     return out
 
 
-def _time_queries(con, queries, index: int, repeat: int) -> dict:
+def _time_queries(con, queries, which: str, repeat: int) -> dict:
     import duckdb
 
-    times, outcome = {"secret": [], "wrong": []}, {}
-    for _ in range(repeat):
-        for guess in ("secret", "wrong"):
-            sql, values = queries[guess][index], queries[guess][2]
-            start = time.perf_counter()
-            try:
-                con.execute(sql, values).fetchall()
-                outcome[guess] = "ok"
-            except duckdb.Error as exc:
-                outcome[guess] = type(exc).__name__
-            times[guess].append(time.perf_counter() - start)
-    return {"true guess ms": _median_ms(times["secret"]), "false guess ms": _median_ms(times["wrong"]),
-            "outcome": outcome}
+    result = {}
+    for index, label in ((0, "sketch query"), (1, "filter scan")):
+        times, outcome = {"secret": [], "wrong": []}, {}
+        for _ in range(repeat):
+            for guess in ("secret", "wrong"):
+                sql = queries[guess][which][index]
+                values = queries[guess]["params"] if index == 0 else None
+                start = time.perf_counter()
+                try:
+                    con.execute(sql, values).fetchall()
+                    outcome[guess] = "ok"
+                except duckdb.Error as exc:
+                    outcome[guess] = type(exc).__name__
+                times[guess].append(time.perf_counter() - start)
+        result[label] = {"true guess ms (median, min)": (_median_ms(times["secret"]), _min_ms(times["secret"])),
+                         "false guess ms (median, min)": (_median_ms(times["wrong"]), _min_ms(times["wrong"])),
+                         "outcome": outcome}
+    return result
+
+
+def _min_ms(values: list[float]) -> float:
+    return round(1000 * min(values), 1)
 
 
 def timing(args) -> int:
@@ -154,8 +170,9 @@ def timing(args) -> int:
         for shape, (before, after) in SHAPES.items():
             queries = _queries(before, after)
             results[shape] = {
-                "before: COALESCE(TRY(f), FALSE), integer arithmetic": _time_queries(con, queries, 0, args.repeat),
-                "after: total form, DOUBLE, no TRY": _time_queries(con, queries, 1, args.repeat)}
+                "before: COALESCE(TRY(f), FALSE), integer arithmetic": _time_queries(con, queries, "before",
+                                                                                     args.repeat),
+                "after: total form, DOUBLE, no TRY": _time_queries(con, queries, "after", args.repeat)}
         con.close()
         statement = {g: DP.format(f"({TRIGGER.format(g=g)}) OR {HEAVY}") for g in ("secret", "wrong")}
         sql_fuzz.run_cli(db, statement["wrong"], work / "plan.json")          # warm-up (imports, caches)
@@ -166,7 +183,8 @@ def timing(args) -> int:
                 cli[guess].append(o.seconds)
                 codes[guess] = {"exit": o.code, "stderr": o.stderr, "plan": o.plan_written, "ledger rows": len(o.ledger)}
         results["after, the whole dpspin sql (40 length terms)"] = {
-            "true guess ms": _median_ms(cli["secret"]), "false guess ms": _median_ms(cli["wrong"]), "outcome": codes}
+            "true guess ms (median, min)": (_median_ms(cli["secret"]), _min_ms(cli["secret"])),
+            "false guess ms (median, min)": (_median_ms(cli["wrong"]), _min_ms(cli["wrong"])), "outcome": codes}
         raw = duckdb.connect()
         raw.execute("CREATE TABLE bad AS SELECT 'x' || range::VARCHAR || 'y' AS s FROM range(1000000)")
         raw.execute("CREATE TABLE good AS SELECT CASE WHEN range % 2 = 0 THEN range::VARCHAR "
@@ -199,8 +217,8 @@ def main() -> int:
     f.add_argument("--users", type=int, default=30)
     f.add_argument("--minutes", type=float, default=0, help="stop after this long (0: no limit)")
     t = sub.add_parser("timing")
-    t.add_argument("--users", type=int, default=40000)
-    t.add_argument("--repeat", type=int, default=15)
+    t.add_argument("--users", type=int, default=8000)
+    t.add_argument("--repeat", type=int, default=21)
     args = parser.parse_args()
     return fuzz(args) if args.command == "fuzz" else timing(args)
 

@@ -203,8 +203,10 @@ def test_the_generator_covers_every_admitted_operation():
     (DP.format("NOT " * 5000 + "TRUE"), 2, "nested too deeply"),
     (DP.format("- " * 3000 + "weight > 0"), 2, "nested"),
     (DP.format(" AND ".join(["TRUE"] * 11000)), 2, "tokens"),
-    (DP.format(" AND ".join(["weight > 0"] * 2000)), 2, "nested more than"),
-    (DP.format(" AND ".join(["weight > 0"] * 100)), 1, "nested more than 32"),
+    (DP.format(" AND ".join(["weight > 0"] * 2000)), 1, "syntax nodes, more than 2000"),
+    (DP.format(" AND ".join(["weight > 0"] * 200)), 1, "operations, more than 256"),
+    (DP.format("-(" * 31 + "weight" + ")" * 31 + " > 0"), 1, "nested more than 32"),
+    (DP.format("- " * 200 + "weight > 0"), 2, "nested more than 128"),
     (DP.format("text = '" + "x" * 100_001 + "'"), 2, "characters"),
     (DP.format("text = 'a\x00'"), 2, "NUL"),
 ])
@@ -288,3 +290,38 @@ def test_the_total_form_computes_in_double_and_never_divides_by_zero():
     assert sql == ("CAST(atom_id AS DOUBLE) * CAST(2147483647 AS DOUBLE) + CAST(LENGTH(text) AS DOUBLE) / "
                    "NULLIF((CAST(atom_id AS DOUBLE) - CAST(atom_id AS DOUBLE)), CAST(0 AS DOUBLE)) > "
                    "CAST(1.25 AS DOUBLE)")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory):
+    """Generated statements the Spark engine admits run on Spark over the plain store and over
+    the union store, which holds every adversarial record at once: none may fail the job."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpspin-sql[spark]')")
+    from dpspin_sql import store
+    from dpspin_sql.spark import check_filters, get_session, spark_sketch
+
+    work = tmp_path_factory.mktemp("spark-total")
+    family = sql_fuzz.build_family(sql_fuzz.build_base(work / "base.duckdb", n_users=10), work / "family")
+    spark = get_session("local[2]")
+    try:
+        report, ran = sql_fuzz.Report(), 0
+        for sql, audited in sql_fuzz.statements(99, report, ("laplace",)):
+            if ran == 6:
+                break
+            if audited is None:
+                continue
+            try:
+                check_filters(audited)
+            except AuditRefusal:
+                continue
+            ran += 1
+            for name in ("plain", "union"):
+                con = store.connect(family[name], read_only=True)
+                try:
+                    spark_sketch(con, audited, spark=spark, assign="table")   # raises BadInput if the job failed
+                finally:
+                    con.close()
+    finally:
+        spark.stop()
+    assert ran == 6

@@ -38,7 +38,9 @@ So the audit proves totality statically, before any data is read:
    of its input: string construction from columns (`||`, concat) is refused, so memory
    cannot grow with a record's length beyond what reading it costs. The filter's depth,
    node count, IN-list length, number of pattern matches and pattern lengths are bounded
-   (`LIMITS`), so the per-row work is at most a constant times the row's size.
+   (`LIMITS`; regular expressions: at most 4, 64 characters, no {n,m}), so the per-row work
+   is at most a small constant times the row's size (the residual timing channel,
+   docs/THREAT_MODEL.md).
 
 docs/THREAT_MODEL.md gives, for every admitted function and operator, why it is total.
 The engine-specific rules (Spark: no regular expressions, LIKE shapes that Java's regex
@@ -84,7 +86,9 @@ class Limits:
     operations: int = 256           # nodes other than columns, literals and parentheses
     in_list: int = 1000             # items of one IN (...)
     patterns: int = 16              # LIKE / ILIKE / regexp_matches in one filter
-    pattern_length: int = 256       # characters of one LIKE pattern or regular expression
+    pattern_length: int = 256       # characters of one LIKE pattern
+    regexes: int = 4                # regexp_matches in one filter (of the 16 patterns)
+    regex_length: int = 64          # characters of one regular expression; no {n,m} repetition
     literal_length: int = 4096      # characters of one string literal
     json_path_parts: int = 16
     json_key_length: int = 64
@@ -143,7 +147,9 @@ def number(literal: exp.Literal, limits: Limits = LIMITS) -> int | float:
         value = float(text)
     except ValueError:
         refuse(f"{text!r} is not a number literal", literal)
-    if not math.isfinite(value) or abs(value) > limits.double or (value != 0 and abs(value) < 1 / limits.double):
+    underflow = value == 0 and re.search(r"[1-9]", text.lower().split("e")[0])
+    if not math.isfinite(value) or abs(value) > limits.double or underflow or \
+            (value != 0 and abs(value) < 1 / limits.double):
         refuse(f"the number literal {text} is outside ±[1e-300, 1e300]: converting it could fail on some engines",
                literal)
     return value
@@ -311,6 +317,7 @@ class Checker:
         self.resolve = resolve
         self.limits = limits
         self.patterns = 0
+        self.regexes = 0
 
     def predicate(self, node: exp.Expression) -> None:
         check_size(node, self.limits)
@@ -491,8 +498,19 @@ class Checker:
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             refuse("the pattern of regexp_matches must be a string literal: one read from the data could be "
                    "invalid on some records", pattern)
-        if len(string(pattern, self.limits)) > self.limits.pattern_length:
-            refuse(f"a regular expression of more than {self.limits.pattern_length} characters", pattern)
+        text = string(pattern, self.limits)
+        # RE2 matches in linear time, but the constant grows with the pattern: a counted repetition
+        # (a.{20}b) makes its DFA blow up and fall back to simulating the NFA, ~1 us per character
+        # of text (84 ms on a 100 kB record), and how often it does depends on the text: a timing
+        # channel. Short patterns without {n,m} stay fast (docs/THREAT_MODEL.md, measured).
+        if len(text) > self.limits.regex_length:
+            refuse(f"a regular expression of {len(text)} characters, more than {self.limits.regex_length}", pattern)
+        if "{" in text:
+            refuse("a counted repetition {n,m} in a regular expression: its matching time can grow a "
+                   "thousandfold with the text's content; write the repetition out or use LIKE", pattern)
+        self.regexes += 1
+        if self.regexes > self.limits.regexes:
+            refuse(f"more than {self.limits.regexes} regexp_matches in one filter", node)
         flag = node.args.get("flag")
         if flag is not None:
             if not (isinstance(flag, exp.Literal) and flag.is_string) or not set(flag.this) <= _REGEX_FLAGS:

@@ -119,4 +119,12 @@ def sketch_sql(audited: Audited, dialect: str = BASE_DIALECT, *, pretty: bool = 
     if bind_params:
         tree = bind(tree, params(audited))
     tree = for_engine(tree, dialect)
-    return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    from dpspin_sql.sql.dialect import quiet
+
+    try:
+        with quiet():
+            return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.UnsupportedError as exc:  # e.g. regexp flags Postgres' ~ cannot express
+        from dpspin_sql.errors import BadInput
+
+        raise BadInput(f"the statement cannot be written in {dialect}: {str(exc).splitlines()[0]}") from None
