@@ -180,7 +180,7 @@ def test_a_pattern_that_raises_on_samples_is_refused(monkeypatch):
 
 def test_the_generator_covers_every_admitted_operation():
     seen, gen = set(), sql_fuzz.Generator(1)
-    for _ in range(1500):
+    for _ in range(600):   # seed 1 covers them all by the 207th statement
         try:
             audited = audit_statement(gen.statement())
         except (AuditRefusal, BadInput):
