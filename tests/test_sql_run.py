@@ -173,19 +173,29 @@ def test_data_dependent_patterns_are_refused(con, tmp_path, where):
     "atom_id / (atom_id - atom_id) > 0",             # division by zero on every row
     "TRY_CAST(text AS INTEGER) > 0 AND 1 % (length(text) - length(text)) = 0",   # division by zero
     "atom_id * 2147483647 * 2147483647 > 0",         # integer overflow
+    "abs(-2147483647 - atom_id) > 0",                # abs(INT_MIN) overflows in INTEGER
 ])
 def test_a_filter_that_would_raise_never_fails_the_query(con, tmp_path, where):
     """A query that fails or succeeds with one record's value would be an error oracle
-    answering any per-record question for free: the rewrite guards every filter with
-    TRY, so a raising row just does not match, and no engine message reaches the user."""
+    answering any per-record question for free: the audit admits only total filters and
+    the rewrite computes in DOUBLE and divides by NULLIF(d, 0), so none of these raises."""
     plan = run_sql(con, stmt(where=where), tmp_path / "plan.json")
     assert (tmp_path / "plan.json").exists() and plan.mechanism == "gaussian"
 
 
-def test_engine_messages_never_reach_the_user(con, tmp_path):
-    # a type error is data-independent, but the engine's text is never passed on
-    with pytest.raises(BadInput) as info:
+def test_an_implicit_per_row_conversion_is_refused(con, tmp_path):
+    # `text > 5` made DuckDB cast every text to a number: it failed on this store but would
+    # succeed on one whose texts are all numeric (an oracle); it was run and failed, now it is refused
+    with pytest.raises(AuditRefusal, match="> compares INTEGER with VARCHAR"):
         run_sql(con, stmt(where="text > 5"), tmp_path / "plan.json")
+    assert not (tmp_path / "plan.json").exists() and ledger.status(con).epsilon_spent == 0
+
+
+def test_engine_messages_never_reach_the_user(con, tmp_path):
+    # a store the sketch query cannot run on: the engine's text is never passed on
+    con.execute("ALTER TABLE assignments RENAME COLUMN weight TO w")
+    with pytest.raises(BadInput) as info:
+        run_sql(con, stmt(), tmp_path / "plan.json")
     assert str(info.value) == "the sketch query failed on this store"
 
 

@@ -5,10 +5,15 @@ enforced sketch query, transpiled to PostgreSQL from the same `queries/sketch_*.
 runs there and only the m (atom_id, mass) rows come back. The release, the public
 dictionary and the ledger stay in the curator's DuckDB store.
 
-PostgreSQL has no TRY: a WHERE filter that can raise on one record's value would make
-the query's success an answer about that record. So this engine admits only filters
-that compare columns with literals — no functions, casts, arithmetic or patterns —
-which cannot fail on any row; anything else is refused before the server is touched.
+A WHERE filter that could raise on one record's value would make the query's success an
+answer about that record. The audit already admits only total filters (sql/totality.py:
+no comparison needs an implicit conversion, numbers are compared in DOUBLE PRECISION,
+numeric literals are finite and within ±[1e-300, 1e300], string literals have no NUL);
+this engine admits, on top of that, only filters that compare columns with literals —
+no functions, casts, arithmetic, patterns or JSON, whose PostgreSQL behaviour differs
+from DuckDB's (PostgreSQL's LIKE, regex and JSON functions raise on inputs DuckDB's
+do not) — and anything else is refused before the server is touched. The rewrite's
+`CAST(col AS DOUBLE PRECISION)` of an INTEGER column or numeric literal cannot fail.
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from dpspin_sql.sql.rewrite import SketchFilters
 from dpspin_sql.sql.transpile import sketch_sql
 
 _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
-                      exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In)
+                      exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In,
+                      exp.Between, exp.Neg)
 
 
 def connect(dsn: str):
@@ -45,6 +51,9 @@ def check_filters(filters: SketchFilters | None) -> None:
     """Refuse filters that could raise on PostgreSQL (see the module docstring)."""
     for term in (filters.records, filters.assignments) if filters else ():
         for node in term.walk() if term is not None else ():
+            if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
+                refuse("on the postgres engine a WHERE filter may only compare columns with literals "
+                       "(negation of a column is arithmetic)", node)
             if not isinstance(node, _SAFE_FILTER_NODES):
                 refuse(f"on the postgres engine a WHERE filter may only compare columns with literals "
                        f"({node.key.upper()} could fail on one record's value, and PostgreSQL has no TRY)", node)

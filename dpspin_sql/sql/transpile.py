@@ -79,9 +79,6 @@ def bind(tree: exp.Expression, values: dict[str, int]) -> exp.Expression:
     return tree
 
 
-_HAS_TRY = {"trino"}
-
-
 def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
     """The engine-specific rewrites of the module docstring (none for DuckDB)."""
     if dialect == BASE_DIALECT:
@@ -107,12 +104,7 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
             return exp.Cast(this=exact, to=wide.copy())
         return node
 
-    def no_try(node: exp.Expression) -> exp.Expression:
-        # engines without TRY: the Spark engine runs with ANSI mode off (casts and
-        # division give NULL, not an error) and the audit admits only literal patterns
-        return node.this if isinstance(node, exp.Try) and dialect not in _HAS_TRY else node
-
-    tree = tree.transform(types).transform(no_try)
+    tree = tree.transform(types)
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
@@ -123,8 +115,16 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
         from dpspin_sql.errors import BadInput
 
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    tree = inline_macros(rewrite(bounds.unit, filters))
+    tree = inline_macros(rewrite(bounds.unit, filters, dialect))
     if bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)
-    return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    from dpspin_sql.sql.dialect import quiet
+
+    try:
+        with quiet():
+            return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.UnsupportedError as exc:  # e.g. regexp flags Postgres' ~ cannot express
+        from dpspin_sql.errors import BadInput
+
+        raise BadInput(f"the statement cannot be written in {dialect}: {str(exc).splitlines()[0]}") from None

@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(TRY(split = 'target'), FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,

@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(split = 'target', FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,

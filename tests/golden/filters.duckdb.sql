@@ -5,14 +5,13 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
-      TRY(
-        LOWER(text) LIKE '%refund%'
-        AND (
-          metadata ->> '$.product'
-        ) IN ('Mortgage', 'Credit card')
-      ),
-      FALSE
+    AND (
+      LOWER(text) LIKE '%refund%'
+      AND (
+        (
+          CASE WHEN JSON_VALID(metadata) THEN metadata END
+        ) ->> '$.product'
+      ) IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -31,7 +30,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(TRY(a.weight >= 0.05), FALSE)
+    a.weight >= CAST(0.05 AS DOUBLE)
   GROUP BY
     a.record_id,
     t.user_id,

@@ -5,10 +5,9 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
+    AND (
       LOWER(text) LIKE '%refund%'
-      AND GET_JSON_OBJECT(metadata, '$.product') IN ('Mortgage', 'Credit card'),
-      FALSE
+      AND GET_JSON_OBJECT(metadata, '$.product') IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -30,7 +29,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(a.weight >= 0.05, FALSE)
+    a.weight >= CAST(0.05 AS DOUBLE)
   GROUP BY
     a.record_id,
     t.user_id,
