@@ -30,11 +30,9 @@ _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.
 
 def connect(dsn: str):
     """A psycopg connection (the `postgres` extra)."""
-    try:
-        import psycopg
-    except ImportError:
-        raise BadInput("the postgres engine needs psycopg: install the project's postgres extra "
-                       "(pip install -e '.[postgres]')") from None
+    from dpspin_sql.extras import require
+
+    psycopg = require("psycopg")
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
