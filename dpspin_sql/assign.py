@@ -13,7 +13,6 @@ from typing import Callable
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from dpspin_sql import queries, scorers, store
 from dpspin_sql.atoms import current_atoms, current_dictionary_id
@@ -76,16 +75,16 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
     started = time.perf_counter()
     fitted = scorer if isinstance(scorer, scorers.Scorer) else fit_scorer(con, scorer, **fit_opts)
     n_records = n_assigned = n_rows = 0
-    reader = con.cursor()
+    reader = store.cursor(con)
     try:
-        batches = reader.sql(queries.load("assign_target_texts")).to_arrow_reader(batch_size)
+        result = reader.execute(queries.load("assign_target_texts"))
         with transaction(con):
             con.execute(queries.load("assign_clear"))
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
-            for batch in batches:
-                ids = batch.column(0).to_pylist()
-                rows = fitted.score_top_k(batch.column(1).to_pylist(), int(K))
+            while batch := result.fetchmany(batch_size):
+                ids = [r[0] for r in batch]
+                rows = fitted.score_top_k([r[1] for r in batch], int(K))
                 n_records += len(ids)
                 n_assigned += sum(1 for r in rows if r)
                 n_rows += _write(con, ids, rows)
@@ -119,13 +118,9 @@ def _write(con, ids: list[str], rows: list[list[tuple[int, float]]]) -> int:
             wts.append(weight)
     if not rid:
         return 0
-    con.register("staging_assignments", pa.table({
-        "record_id": pa.array(rid, pa.string()), "atom_id": pa.array(aid, pa.int32()),
-        "weight": pa.array(wts, pa.float64())}))
-    try:
+    with store.staged(con, "staging_assignments", {"record_id": (rid, object), "atom_id": (aid, "int32"),
+                                                   "weight": (wts, "float64")}):
         con.execute(queries.load("insert_assignments"))
-    finally:
-        con.unregister("staging_assignments")
     return len(rid)
 
 
@@ -144,13 +139,9 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     if manifest.get("builder") != "metadata" or not fields:
         raise BadInput("--evaluate needs a metadata dictionary (dpspin atoms build --builder metadata)")
     keys = {e["atom_id"]: _skey(e["values"]) for e in manifest.get("atoms", [])}
-    con.register("eval_atom_keys", pa.table({"atom_id": pa.array(list(keys), pa.int32()),
-                                             "skey": pa.array(list(keys.values()), pa.string())}))
-    try:
+    with store.staged(con, "eval_atom_keys", {"atom_id": (list(keys), "int32"), "skey": (list(keys.values()), object)}):
         n_target, n_true_atom, n_correct, n_assigned = con.execute(
             queries.load("assign_eval_top1"), {"fields": fields}).fetchall()[0]
-    finally:
-        con.unregister("eval_atom_keys")
     true_top = [r[0] for r in con.execute(queries.load("assign_eval_true_top"), {"fields": fields, "L": int(L)}).fetchall()]
     sk = compute_sketch(con, unit="record", K=K)
     order = sorted(range(sk.m), key=lambda j: (-int(sk.mass[j]), int(sk.atom_ids[j])))[:L]

@@ -16,7 +16,7 @@ import duckdb
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
-from dpspin_sql.store import first_row, read_file, transaction
+from dpspin_sql.store import first_row, read_file, staged, transaction
 
 
 @dataclass(frozen=True)
@@ -54,16 +54,12 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
         raise BadInput("atom labels in the dictionary are not unique")
     dictionary_id = dictionary_hash(atoms)
     manifest = dict(manifest or {}, dictionary=dictionary_id, builder=builder, m=len(atoms))
-    import pyarrow as pa
-
-    table = pa.table({
-        "atom_id": [a.atom_id for a in atoms],
-        "label": [a.label for a in atoms],
-        "description": [a.description or "" for a in atoms],
-        "aux_support": [a.aux_support for a in atoms],
-    })
-    con.register("staging_atoms", table)
-    try:
+    with staged(con, "staging_atoms", {
+        "atom_id": ([a.atom_id for a in atoms], "int64"),
+        "label": ([a.label for a in atoms], object),
+        "description": ([a.description or "" for a in atoms], object),
+        "aux_support": ([a.aux_support for a in atoms], object),
+    }):
         with transaction(con):
             con.execute(queries.load("clear_dictionary"))
             con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
@@ -71,8 +67,6 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
                 "dictionary_id": dictionary_id, "builder": builder,
                 "manifest": json.dumps(manifest), "scorer": scorer,
                 "created_at": datetime.now(timezone.utc).replace(tzinfo=None)})
-    finally:
-        con.unregister("staging_atoms")
     return dictionary_id
 
 

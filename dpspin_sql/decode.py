@@ -242,6 +242,9 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
         verdict = verify(text, view, dictionary)
         rec = {"attempt": 1, "source": "template", "text": text, **verdict.to_dict(), "feedback": None}
         return SummaryResult(text, verdict.accepted, [rec], False, "template", int(max_attempts))
+    from dpspin_sql.extras import require
+
+    require("openai")   # the llm extra; else a transport error would silently fall back to the template
     cfg = (llm or LLMConfig()).resolved()
     if not cfg.base_url:
         raise BadInput("the llm decoder needs a base URL (--base-url or DPSPIN_LLM_BASE_URL / OPENAI_BASE_URL)")

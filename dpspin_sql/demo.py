@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 from rich.console import Console
 
 TAXONOMY = [
@@ -52,8 +51,9 @@ OPENERS = ["Hi team,", "Hello,", "Not happy:", "Quick question.", "Third time wr
 CLOSERS = ["Please help.", "Thanks.", "Fix this soon.", "Any update?", "", "Regards."]
 
 
-def synthetic_corpus(seed: int = 7, n_users: int = 400) -> pa.Table:
-    """Tickets whose text mentions the words of 1–2 themes a user cares about."""
+def synthetic_corpus(seed: int = 7, n_users: int = 400) -> dict[str, list[str]]:
+    """Tickets whose text mentions the words of 1–2 themes a user cares about (columns
+    record_id, user_id, text as lists)."""
     rng = np.random.default_rng(seed)  # synthetic data only, never released noise
     popularity = rng.dirichlet(np.full(len(TAXONOMY), 0.6))
     ids, users, texts = [], [], []
@@ -66,7 +66,14 @@ def synthetic_corpus(seed: int = 7, n_users: int = 400) -> pa.Table:
             texts.append(f"{rng.choice(OPENERS)} {words} {rng.choice(CLOSERS)}".strip())
             ids.append(f"t{len(ids):06d}")
             users.append(f"u{u:04d}")
-    return pa.table({"record_id": ids, "user_id": users, "text": texts})
+    return {"record_id": ids, "user_id": users, "text": texts}
+
+
+def corpus_relation(con, seed: int = 7, n_users: int = 400, *, name: str = "synthetic_corpus"):
+    """The synthetic corpus as a DuckDB relation on `con` (a registered view `name`)."""
+    corpus = synthetic_corpus(seed, n_users)
+    con.register(name, {col: np.array(values, dtype=object) for col, values in corpus.items()})
+    return con.table(name)
 
 
 def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0):
@@ -88,14 +95,14 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
             raise BadInput(f"--db {db} already exists; the demo builds a new store (give a new path)")
         con = store.connect(db, create=True)
         ledger.set_budget(con, epsilon_total := 2.0 * epsilon, 1e-5)
+        rel = corpus_relation(con, seed)
         corpus = synthetic_corpus(seed)
-        rel = con.from_arrow(corpus)
         store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text", relation=rel)
         rep = split.split(con, unit="user", aux_fraction=0.3, seed=seed)
         atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file",
                       manifest={"source": "dpspin demo taxonomy"})
         report = assign.assign(con, scorer="similarity", K=3)
-        console.print(f"synthetic corpus: {corpus.num_rows} tickets from {len(set(corpus['user_id'].to_pylist()))} "
+        console.print(f"synthetic corpus: {len(corpus['record_id'])} tickets from {len(set(corpus['user_id']))} "
                       f"users; {rep.aux_records} auxiliary / {rep.target_records} target records; "
                       f"{report.scorer} scorer assigned {report.n_assigned} records "
                       f"({report.n_unassigned} matched no atom)")

@@ -258,10 +258,13 @@ def theme_map(raw_df: Counter, word_df: Counter, profile: Profile) -> tuple[dict
 # -- the builder ------------------------------------------------------------------------
 
 def iter_aux_texts(con: duckdb.DuckDBPyConnection, batch: int = 10_000):
-    reader = con.cursor()
+    from dpspin_sql.store import cursor
+
+    reader = cursor(con)
     try:
-        for rb in reader.sql(queries.load("atoms_aux_texts")).to_arrow_reader(batch):
-            yield from rb.column(0).to_pylist()
+        result = reader.execute(queries.load("atoms_aux_texts"))
+        while rows := result.fetchmany(batch):
+            yield from (r[0] for r in rows)
     finally:
         reader.close()
 

@@ -37,25 +37,30 @@ def connect(path: str | Path, *, create: bool = False, read_only: bool = False) 
     When another process holds the file, this waits up to `lock_timeout()` seconds.
     Safe from many threads at once: the schema and macros are set up once per process.
     """
+    path = Path(path)
+    check_store_path(path, create=create)
+    con = _open_waiting(path, read_only)
+    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
+        set_up(con)
+    _OPEN.add(con)
+    return con
+
+
+def check_store_path(path: Path, *, create: bool, option: str = "--db") -> None:
+    """A store path is a DuckDB database or (with `create`) a new file in an existing directory."""
     from dpspin_sql.outputs import is_duckdb_file
 
-    path = Path(path)
     if path.is_dir():
-        raise BadInput(f"--db {path} is a directory, not a dpspin store")
+        raise BadInput(f"{option} {path} is a directory, not a dpspin store")
     if not path.exists():
         if not create:
             raise BadInput(f"no dpspin store at {path} (create it with: dpspin init --db {path})")
         if not path.parent.exists():
-            raise BadInput(f"--db: directory does not exist: {path.parent}")
+            raise BadInput(f"{option}: directory does not exist: {path.parent}")
     elif path.stat().st_size > 0 and not is_duckdb_file(path):
-        raise BadInput(f"--db {path} is not a DuckDB database (a dpspin store); give a store or a new path")
+        raise BadInput(f"{option} {path} is not a DuckDB database (a dpspin store); give a store or a new path")
     elif path.stat().st_size == 0:
-        raise BadInput(f"--db {path} is an empty file, not a DuckDB database; remove it or give a new path")
-    con = _open_waiting(path, read_only)
-    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
-        _set_up(con, path)
-    _OPEN.add(con)
-    return con
+        raise BadInput(f"{option} {path} is an empty file, not a DuckDB database; remove it or give a new path")
 
 
 def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -76,9 +81,10 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
 
 
-def _set_up(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Create or migrate the schema and the macros, unless they are already there (a read-only
-    check, so many connections opening a set-up store write nothing and cannot conflict)."""
+def set_up(con: duckdb.DuckDBPyConnection) -> None:
+    """Create or migrate the schema and the macros in the connection's default database,
+    unless they are already there (a read-only check, so many connections opening a set-up
+    store write nothing and cannot conflict)."""
     from dpspin_sql import ledger, udfs
 
     present = queries.load("schema_present")
@@ -94,11 +100,35 @@ def _set_up(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def path_of(con: duckdb.DuckDBPyConnection) -> Path | None:
-    """The file behind a connection's main database (None when it is in memory)."""
-    for row in con.execute("PRAGMA database_list").fetchall():
-        if row[1] == "main":
-            return Path(row[2]) if row[2] else None
-    return None
+    """The file behind a connection's default database (None when it is in memory); for an
+    embedded session (`dpspin_sql.install`) that is the attached store."""
+    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A second connection on the same database that sees what `con` sees: the same default
+    catalog and search path (so it works on an embedded session too). The caller closes it."""
+    db, search_path = first_row(con.execute("SELECT current_database(), current_setting('search_path')"))
+    cur = con.cursor()
+    cur.execute('USE "' + db.replace('"', '""') + '"')
+    if search_path:
+        cur.execute("SET search_path = ?", [search_path])
+    return cur
+
+
+@contextmanager
+def staged(con: duckdb.DuckDBPyConnection, name: str, columns: dict) -> Iterator[None]:
+    """Register Python columns as the view `name` for one statement's use (no pyarrow:
+    DuckDB scans a dict of NumPy arrays directly). `columns` maps a column name to a list
+    and its NumPy dtype (`object` for text), e.g. {"record_id": (ids, object)}."""
+    import numpy as np
+
+    con.register(name, {col: np.array(values, dtype=dtype) for col, (values, dtype) in columns.items()})
+    try:
+        yield
+    finally:
+        con.unregister(name)
 
 
 def mark_step(con: duckdb.DuckDBPyConnection, step: str) -> None:

@@ -224,7 +224,7 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
     """Run store → split → atoms → assign → release (the demo corpus) with `canary`
     appended to every target record; returns the released plan dict."""
     from dpspin_sql import assign, atoms, ledger, split, store
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.demo import TAXONOMY, corpus_relation
     from dpspin_sql.release import release
     from dpspin_sql.request import ReleaseRequest
 
@@ -232,7 +232,7 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
     con = store.connect(db, create=True)
     ledger.set_budget(con, 10.0, 1e-5)
     store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
-                       relation=con.from_arrow(synthetic_corpus(3, n_users=200)))
+                       relation=corpus_relation(con, 3, n_users=200))
     split.split(con, unit="user", aux_fraction=0.3, seed=3)
     con.execute("UPDATE records SET text = text || ' ' || ? WHERE split = 'target'", [canary]).fetchall()
     assert con.execute("SELECT count(*) FROM records WHERE split = 'target' AND text LIKE ?", [f"%{canary}%"]).fetchall()[0][0] > 0

@@ -18,7 +18,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from dpspin_sql import atoms as atoms_mod
 from dpspin_sql import queries, store
@@ -52,15 +51,10 @@ def put_records(con, records) -> None:
     con.execute("DELETE FROM records")
     if not records:
         return
-    table = pa.table({"record_id": pa.array([r[0] for r in records], pa.string()),
-                      "user_id": pa.array([r[1] for r in records], pa.string()),
-                      "split": pa.array([r[2] for r in records], pa.string())})
-    con.register("t_records", table)
-    try:
-        con.execute("INSERT INTO records (record_id, user_id, text, split) "
-                    "SELECT record_id, user_id, 'text of ' || record_id, split FROM t_records")
-    finally:
-        con.unregister("t_records")
+    con.execute("INSERT INTO records (record_id, user_id, text, split) "
+                "SELECT r, u, 'text of ' || r, s FROM (SELECT unnest($r::VARCHAR[]) AS r, "
+                "unnest($u::VARCHAR[]) AS u, unnest($s::VARCHAR[]) AS s)",
+                {"r": [r[0] for r in records], "u": [r[1] for r in records], "s": [r[2] for r in records]})
 
 
 def put_assignments(con, rows) -> None:
@@ -71,22 +65,15 @@ def put_assignments(con, rows) -> None:
     store.mark_step(con, "assignments")   # as `dpspin assignments load` records it
     if not rows:
         return
-    table = pa.table({"record_id": pa.array([r[0] for r in rows], pa.string()),
-                      "atom_id": pa.array([r[1] for r in rows], pa.int32()),
-                      "weight": pa.array([r[2] for r in rows], pa.float64())})
-    con.register("t_assign", table)
-    try:
-        con.execute("INSERT INTO assignments SELECT record_id, atom_id, weight FROM t_assign")
-    finally:
-        con.unregister("t_assign")
+    con.execute("INSERT INTO assignments SELECT unnest($r::VARCHAR[]), unnest($a::INTEGER[]), "
+                "unnest($w::DOUBLE[])",
+                {"r": [r[0] for r in rows], "a": [r[1] for r in rows],
+                 "w": [None if r[2] is None else float(r[2]) for r in rows]})
 
 
 def set_split(con, record_ids, split: str) -> None:
-    con.register("t_ids", pa.table({"record_id": pa.array(list(record_ids), pa.string())}))
-    try:
-        con.execute("UPDATE records SET split = ? WHERE record_id IN (SELECT record_id FROM t_ids)", [split])
-    finally:
-        con.unregister("t_ids")
+    con.execute("UPDATE records SET split = $s WHERE record_id IN (SELECT unnest($ids::VARCHAR[]))",
+                {"s": split, "ids": list(record_ids)})
 
 
 def synthetic_store(path: str | Path, *, n_users: int = 40, records_per_user: int = 3, m: int = 12,

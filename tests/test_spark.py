@@ -6,6 +6,8 @@ fitted similarity scorer. Deselect with -m 'not spark'.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,11 @@ from conftest import open_copy
 
 pytestmark = pytest.mark.spark
 
-pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpspin-sql[spark]')")
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra: "
+                                                "pip install -e '.[spark]')")
+if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+    pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); the Spark tests need it "
+                "(apt-get install openjdk-17-jre-headless; .ci/run installs it)", allow_module_level=True)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 AMAZON = DATA / "amazon_all_beauty_2023" / "reviews.jsonl.gz"

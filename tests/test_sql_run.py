@@ -44,12 +44,12 @@ UNION ALL (SELECT record_id, 7, NULL FROM records WHERE split = 'target' ORDER B
 def build_store(path: Path) -> Path:
     """The demo's synthetic corpus, split by user, keyword-assigned, plus hostile assignment rows."""
     from dpspin_sql import assign, atoms, split
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.demo import TAXONOMY, corpus_relation
 
     con = store.connect(path, create=True)
     ledger.set_budget(con, 100.0, 1e-3)
     store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
-                       relation=con.from_arrow(synthetic_corpus(3, n_users=250)))
+                       relation=corpus_relation(con, 3, n_users=250))
     split.split(con, unit="user", aux_fraction=0.3, seed=3)
     atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file")
     assign.assign(con, scorer="keyword", K=3)
@@ -204,7 +204,9 @@ def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):
     assert "$" not in sql and "dpspin_fix" not in sql.lower()
     rows = con.execute(sql).fetchall()
     core = compute_sketch(con, "user", 3, 1.0)
-    assert {int(a): int(m) for a, m in rows} == {int(a): int(m) for a, m in zip(core.atom_ids, core.mass) if m}
+    # the whole m-vector, in atom order, zeros included (what a warehouse hands back)
+    assert [(int(a), int(m)) for a, m in rows] == [(int(a), int(m)) for a, m in zip(core.atom_ids, core.mass)]
+    assert 0 in core.mass
 
 
 # -- the CLI (dpspin sql) ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import typer
 
 from dpspin_sql import __version__
 from dpspin_sql import store as store_lib
-from dpspin_sql.cli import assign, atoms, decode, demo, experiment, release, sql
+from dpspin_sql.cli import assign, atoms, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
 from dpspin_sql.errors import BadInput, DpspinError
@@ -50,6 +50,7 @@ app.add_typer(assign.app)
 app.add_typer(assign.assignments_app, name="assignments")
 app.add_typer(release.app)
 app.add_typer(sql.app)
+app.add_typer(warehouse.app, name="warehouse")
 app.add_typer(decode.app)
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(demo.app)

@@ -74,11 +74,14 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
 def _statement(query: str | None, file: Path | None) -> str:
     if (query is None) == (file is None):
         raise BadInput("give the statement as an argument or with -f FILE.sql (one of the two)")
-    if file is not None:
-        if not file.is_file():
-            raise BadInput(f"SQL file not found: {file}")
-        try:
-            return file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise BadInput(f"SQL file {file} is not UTF-8 text") from None
-    return query
+    return read_statement(file) if file is not None else query
+
+
+def read_statement(file: Path) -> str:
+    """A DP statement from a .sql file (UTF-8)."""
+    if not file.is_file():
+        raise BadInput(f"SQL file not found: {file}")
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"SQL file {file} is not UTF-8 text") from None

@@ -36,11 +36,9 @@ _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.
 
 def connect(dsn: str):
     """A psycopg connection (the `postgres` extra)."""
-    try:
-        import psycopg
-    except ImportError:
-        raise BadInput("the postgres engine needs psycopg: install the project's postgres extra "
-                       "(pip install -e '.[postgres]')") from None
+    from dpspin_sql.extras import require
+
+    psycopg = require("psycopg")
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
@@ -88,13 +86,24 @@ class PostgresEngine:
 
 
 def copy_store(con, pg) -> dict[str, int]:
-    """Copy a store's records, assignments and atoms to a PostgreSQL server (replacing them)."""
-    pg.execute(queries.load("pg_schema"))
+    """Copy a store's records, assignments and atoms to a PostgreSQL server (replacing them),
+    in one transaction: a failure leaves the server's tables as they were."""
+    import psycopg
+
     counts = {}
-    for table in ("records", "assignments", "atoms"):
-        rows = con.execute(queries.load(f"export_{table}")).fetchall()
-        with pg.cursor().copy(queries.load(f"pg_copy_{table}")) as copy:
-            for row in rows:
-                copy.write_row(row)
-        counts[table] = len(rows)
+    try:
+        with pg.transaction():
+            pg.execute(queries.load("pg_schema"))
+            for table in ("records", "assignments", "atoms"):
+                result = con.execute(queries.load(f"export_{table}"))
+                n = 0
+                with pg.cursor().copy(queries.load(f"pg_copy_{table}")) as copy:
+                    while rows := result.fetchmany(10_000):
+                        for row in rows:
+                            copy.write_row(row)
+                        n += len(rows)
+                counts[table] = n
+    except psycopg.Error as exc:
+        raise BadInput(f"copying the store to PostgreSQL failed ({type(exc).__name__}); nothing was changed "
+                       "there") from None
     return counts

@@ -16,6 +16,7 @@ pyspark is the optional extra `spark`.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -34,11 +35,14 @@ BATCH = 2048
 
 
 def _pyspark():
-    try:
-        import pyspark  # noqa: F401
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise BadInput("--engine spark needs pyspark: install the project's spark extra (pip install -e '.[spark]')") from None
+    from dpspin_sql.extras import require
+
+    require("pyspark")
+    from pyspark.sql import SparkSession
+
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise BadInput("the Spark engine needs Java 17 (java on PATH or JAVA_HOME); e.g. apt-get install "
+                       "openjdk-17-jre-headless")
     return SparkSession
 
 

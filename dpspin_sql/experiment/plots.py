@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def _plt():
+    """matplotlib's pyplot on the Agg backend (the `plots` extra)."""
+    from dpspin_sql.extras import require
+
+    matplotlib = require("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 PANELS = (("mass_retained", "mass retained"), ("overlap_at_L", "overlap@L"), ("loss_L", "loss_L"))
 LABELS = {"laplace": "Laplace sketch + top-L", "gaussian": "Gaussian sketch + top-L",
@@ -33,7 +40,7 @@ def _figure_groups(rows: list[dict]) -> dict[tuple, list[dict]]:
 
 
 def plot_utility(rows: list[dict], path: Path, title: str) -> Path:
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = _plt().subplots(1, 3, figsize=(13, 3.8))
     for ax, (metric, label) in zip(axes, PANELS):
         for mech in ("laplace", "gaussian", "private_topL"):
             pts = sorted((r for r in rows if r["mechanism"] == mech and r.get(f"{metric}_mean") is not None),
@@ -54,7 +61,7 @@ def plot_utility(rows: list[dict], path: Path, title: str) -> Path:
 
 
 def plot_probe(rows: list[dict], path: Path, title: str) -> Path:
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, axes = _plt().subplots(1, 2, figsize=(9, 3.8))
     series: dict[tuple, list[dict]] = {}
     for r in rows:
         series.setdefault((r["mechanism"], r["epsilon"]), []).append(r)
@@ -79,11 +86,12 @@ def _finish(fig, axes, title: str, path: Path) -> Path:
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _plt().close(fig)
     return path
 
 
 def write_all(out_dir: str | Path, tables: dict) -> list[Path]:
+    _plt()   # one line naming the plots extra, before anything is written
     out_dir = Path(out_dir)
     pdir = out_dir / "plots"
     pdir.mkdir(parents=True, exist_ok=True)

@@ -25,9 +25,8 @@ from __future__ import annotations
 import itertools
 
 import duckdb
-import pyarrow as pa
 
-from dpspin_sql import queries
+from dpspin_sql import queries, store
 from dpspin_sql.errors import BadInput
 
 PROBE_PREFIX = "probe-"
@@ -77,30 +76,26 @@ def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> 
         return info
     texts = [spec["texts"][i % len(spec["texts"])] for i in range(s)]
     ids = [f"{PROBE_PREFIX}{i:06d}" for i in range(s)]
-    reader = con.cursor()   # load_scorer leaves its result open; keep it off this connection
+    reader = store.cursor(con)   # load_scorer leaves its result open; keep it off this connection
     try:
         scorer = load_scorer(reader)
     finally:
         reader.close()
     rows = scorer.score_top_k(texts, int(K))
     info["assigned_to_probe"] = float(sum(w for r in rows for a, w in r if a == probe_atom.atom_id))
-    con.register("probe_records", pa.table({"record_id": ids, "user_id": [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)],
-                                            "text": texts}))
     rid, aid, wts = [], [], []
     for record_id, kept in zip(ids, rows):
         for atom_id, weight in kept:
             rid.append(record_id)
             aid.append(int(atom_id))
             wts.append(float(weight))
-    con.register("probe_assignments", pa.table({"record_id": pa.array(rid, pa.string()),
-                                                "atom_id": pa.array(aid, pa.int32()),
-                                                "weight": pa.array(wts, pa.float64())}))
-    try:
+    users = [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)]
+    with store.staged(con, "probe_records", {"record_id": (ids, object), "user_id": (users, object),
+                                             "text": (texts, object)}), \
+            store.staged(con, "probe_assignments", {"record_id": (rid, object), "atom_id": (aid, "int32"),
+                                                    "weight": (wts, "float64")}):
         con.execute(queries.load("probe_insert_records"))
         con.execute(queries.load("probe_insert_assignments"))
-    finally:
-        con.unregister("probe_records")
-        con.unregister("probe_assignments")
     return info
 
 

@@ -71,7 +71,7 @@ def _claim_grid(out: Path, grid: Grid) -> None:
 # ------------------------------------------------------------------ the grid
 
 def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = False, show_progress: bool = True,
-             post: bool = True, console=None) -> GridResult:
+             post: bool = True, plots: bool = True, console=None) -> GridResult:
     """Run (or resume) every run of the grid; afterwards write stats, report and plots."""
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
@@ -122,17 +122,19 @@ def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = Fa
     result = GridResult(out, len(grid.runs), done_before, ok, failed, round(time.perf_counter() - started, 2),
                         failures)
     if post:
-        postprocess(grid, out)
+        postprocess(grid, out, plots=plots)
     return result
 
 
-def postprocess(grid: Grid, out: Path) -> None:
-    """Dataset statistics, grouped tables and plots from the finished runs."""
-    from dpspin_sql.experiment import plots, report, stats
+def postprocess(grid: Grid, out: Path, *, plots: bool = True) -> None:
+    """Dataset statistics, grouped tables and (with the plots extra) plots from the finished runs."""
+    from dpspin_sql.experiment import plots as plots_mod
+    from dpspin_sql.experiment import report, stats
 
     stats.write_all(grid, out)
     tables = report.write_report(out)
-    plots.write_all(out, tables)
+    if plots:
+        plots_mod.write_all(out, tables)
 
 
 @contextlib.contextmanager

@@ -108,14 +108,38 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
+_FULL_VECTOR = ("SELECT d.atom_id, CAST(COALESCE(s.mass, 0) AS HUGEINT) AS mass "
+                "FROM atoms AS d LEFT JOIN sketch_mass AS s ON s.atom_id = d.atom_id ORDER BY d.atom_id")
+
+
+def full_vector(tree: exp.Select) -> exp.Select:
+    """The sketch as the whole m-vector: one (atom_id, mass) row per atom of the `atoms`
+    table, zeros included. The core query returns only atoms some record hit; a warehouse
+    hands back all m rows, so the release can check the vector's length and atom ids
+    against the store's dictionary (`dpspin_sql.warehouse`)."""
+    core = tree.copy()
+    with_ = core.args.get("with_")
+    core.set("with_", None)
+    core.set("order", None)
+    outer = sqlglot.parse_one(_FULL_VECTOR, read=BASE_DIALECT)
+    ctes = [*(with_.expressions if with_ else []), exp.CTE(this=core, alias=exp.TableAlias(
+        this=exp.to_identifier("sketch_mass")))]
+    outer.set("with_", exp.With(expressions=ctes))
+    return outer
+
+
 def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, *,
-               pretty: bool = True, bind_params: bool = True) -> str:
-    """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`."""
+               pretty: bool = True, bind_params: bool = True, complete: bool = False) -> str:
+    """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`;
+    with `complete`, as the whole m-vector (`full_vector`), as a warehouse runs it."""
     if dialect not in DIALECTS:
         from dpspin_sql.errors import BadInput
 
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    tree = inline_macros(rewrite(bounds.unit, filters, dialect))
+    tree = rewrite(bounds.unit, filters, dialect)
+    if complete:
+        tree = full_vector(tree)
+    tree = inline_macros(tree)
     if bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)

@@ -81,24 +81,31 @@ WITH target AS (
     u,
     CAST(SUM(u) OVER (PARTITION BY user_id) AS BIGINT) AS total
   FROM user_vectors
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 16777216
+        THEN u
+        WHEN u <= 9223372036854775807 DIV 16777216
+        THEN (
+          u * 16777216
+        ) DIV total
+        ELSE CAST((
+          CAST(u AS DECIMAL(38, 0)) * 16777216
+        ) DIV total AS BIGINT)
+      END
+    ) AS DECIMAL(38, 0)) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 16777216
-      THEN u
-      WHEN u <= 9223372036854775807 DIV 16777216
-      THEN (
-        u * 16777216
-      ) DIV total
-      ELSE CAST((
-        CAST(u AS DECIMAL(38, 0)) * 16777216
-      ) DIV total AS BIGINT)
-    END
-  ) AS DECIMAL(38, 0)) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id NULLS LAST;
+  d.atom_id NULLS LAST;

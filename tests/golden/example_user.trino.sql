@@ -109,52 +109,59 @@ WITH target AS (
     u,
     CAST(SUM(u) OVER (PARTITION BY user_id) AS BIGINT) AS total
   FROM user_vectors
-)
-SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 16777216
-      THEN u
-      WHEN u <= CAST((
-        (
-          9223372036854775807
-        ) - (
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 16777216
+        THEN u
+        WHEN u <= CAST((
           (
             9223372036854775807
-          ) % 16777216
-        )
-      ) / 16777216 AS DECIMAL(38, 0))
-      THEN CAST((
-        (
-          (
-            u * 16777216
+          ) - (
+            (
+              9223372036854775807
+            ) % 16777216
           )
-        ) - (
+        ) / 16777216 AS DECIMAL(38, 0))
+        THEN CAST((
           (
             (
               u * 16777216
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0))
-      ELSE CAST(CAST((
-        (
-          (
-            CAST(u AS DECIMAL(38, 0)) * 16777216
+          ) - (
+            (
+              (
+                u * 16777216
+              )
+            ) % total
           )
-        ) - (
+        ) / total AS DECIMAL(38, 0))
+        ELSE CAST(CAST((
           (
             (
               CAST(u AS DECIMAL(38, 0)) * 16777216
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0)) AS BIGINT)
-    END
-  ) AS DECIMAL(38, 0)) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+          ) - (
+            (
+              (
+                CAST(u AS DECIMAL(38, 0)) * 16777216
+              )
+            ) % total
+          )
+        ) / total AS DECIMAL(38, 0)) AS BIGINT)
+      END
+    ) AS DECIMAL(38, 0)) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
+)
+SELECT
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id;
+  d.atom_id;
