@@ -29,6 +29,21 @@ PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|
 # a sentence about the method itself, not about the data ("no individual can be identified")
 METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
                     r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+# the per-record contribution bound K: a clause about what one record counts toward (docs/VERIFIER.md, Counts rule 0)
+PER_RECORD = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
+                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
+                        r"assign(?:ed|ment)s?)\b", re.I)
+_BOUND_COUNT = re.compile(r"\b(?:at\s+most|up\s+to|no\s+more\s+than|only|exactly|k\b|\d+|one|a\s+single|two|three|four|"
+                          r"five|six|seven|eight|nine|ten)\b(?:\s+[\w-]+){0,2}?\s+" + PLAN_NOUNS + r"\b|\bk\s*(?:=|themes?)", re.I)
+
+
+def is_bound_statement(sentence: str) -> bool:
+    """'Each review is assigned to at most 3 themes': a sentence about the assignment bound K is a
+    method statement (its count is checked against K by *Counts*; it is no quantifier over records)."""
+    m = PER_RECORD.search(sentence)
+    return bool(m and _BOUND_COUNT.search(sentence, m.start()))
+
+
 BIN_NOUNS = r"(?:bins?|support\s+(?:levels?|bins?|bands?|tiers?)|levels?|tiers?|bands?)"
 RANK_ADJ = r"(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised)"
 # singular and plural nouns for records and the people who wrote them (never plan parts)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..context import Check
 from ..numeric import FRACTIONS, Num, ORDINALS, numbers
 from ..text import span_of
-from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
+from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PER_RECORD, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
 
 _W = r"[\w'§-]+"
@@ -43,9 +43,6 @@ _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOU
 _BOTH = re.compile(r"\b(?P<q>both|all)\b(?=\s+(?:are|were|have|has|had|fall|fell|sit|remain|show|lie|belong|carry|get)\b)", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
 _RANGE_AFTER = re.compile(r"\s+(?:ranked|ranking|in\s+positions?|at\s+ranks?|from\s+rank)\s+#?(?P<a>\d+)\s*(?:to|through|thru|–|-|and)\s*#?(?P<b>\d+)\b", re.I)
-_K_CUE = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
-                    r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
-                    r"assign(?:ed|ment)s?)\b", re.I)
 _BOTH_AB = re.compile(r"\bboth\s+§+\s+and\s+§+", re.I)
 _TOTAL_SUBJECT = re.compile(r"\b(?:plan|release|summary|list|snapshot|report|it|this|dp-spin)\b", re.I)
 _TOTAL_MARK = re.compile(r"\b(?:released|admitted|listed|published|reported)\b", re.I)
@@ -315,6 +312,22 @@ def _is_dictionary(c: Check, ct: _Count) -> bool:
                             c.masked[ct.end:], re.I))
 
 
+# "seven themes were admitted", "ten of the 50 candidate themes made it into the plan": the count's own predicate
+# is admission to the plan, optionally followed by a phrase about the release that names no theme
+_ADMIT_VERB = re.compile(r"\s+(?:(?:were|was|are|is|have\s+been|has\s+been|got|get|are\s+all|were\s+all)\s+)?"
+                         r"(?:admitted|released|selected|retained|kept|published|included)\b"
+                         r"|\s+(?:made\s+(?:it\s+)?(?:into|onto)|(?:are|were|is|was|appear|appeared|sit|remain)\s+(?:in|on))"
+                         r"\s+(?:the\s+)?(?:final\s+|released\s+|published\s+)?(?:plan|release|top[\s-]*l)\b", re.I)
+_ADMIT_TAIL = re.compile(rf"\s*$|\s+(?:to|in|into|from|by|for|out\s+of|at|under|with|over|among|across|in\s+total|"
+                         rf"in\s+all|altogether|overall)\b(?![^§¤]*§)(?!.*\b(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)", re.I)
+
+
+def _admitted_predicate(c: Check, np_end: int, clause_end: int) -> bool:
+    """Is the counted noun phrase's predicate admission to the plan (rule *total*)?"""
+    m = _ADMIT_VERB.match(c.masked, np_end, clause_end)
+    return bool(m and _ADMIT_TAIL.match(c.masked[m.end():clause_end].rstrip(".!?; ")))
+
+
 def _fail(c: Check, ct: _Count, why: str) -> None:
     c.add("unsupported_number", ct.num.start, ct.num.end, f'"{ct.num.text}" {why}')
 
@@ -338,12 +351,12 @@ def _judge(c: Check, ct: _Count) -> None:
         if not any(count_ok(h, n, v) for v in _bin_levels(c)):
             _fail(c, ct, f"is not the number of support bins ({'/'.join(map(str, sorted(_bin_levels(c))))})")
         return
-    if ct.noun and _K_CUE.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]) \
+    if ct.noun and PER_RECORD.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]) \
             and isinstance(c.plan.get("K"), (int, float)):  # "each review counts toward at most 3 themes": K
         if n != int(c.plan["K"]):  # "at most" / "up to" belong to the bound's definition
             _fail(c, ct, f"is not the public bound K = {c.plan['K']:g} on themes per record")
         return
-    if ct.noun and _is_dictionary(c, ct):
+    if ct.noun and ct.of_m is None and _is_dictionary(c, ct):  # in "N of the M dictionary themes" the qualifier is M's
         if not any(count_ok(h, n, v) for v in _dict_sizes(c)):
             _fail(c, ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
         return
@@ -351,6 +364,7 @@ def _judge(c: Check, ct: _Count) -> None:
     if pred:
         c.consume(pred[1], pred[2])
     group_members: list[frozenset] | None = None
+    group_size = 0
     category = _category(c, ct) if ct.of_m is None else None
     if category is not None:  # "three credit reporting themes", "two credit card themes have low support"
         limit = len(category) - (1 if ct.det == "other" else 0)
@@ -368,11 +382,13 @@ def _judge(c: Check, ct: _Count) -> None:
             c.groups.setdefault(k, category)
         return
     if ct.of_m is not None:  # "N of the M …": M names the group
-        group_members = _resolve_group(c, ct.of_m, pred)
-        if group_members is None:
+        resolved = _resolve_group(c, ct.of_m, pred)
+        if resolved is None:
             return
+        group_members, group_size = resolved
     elif ct.of_group:
         group_members = _groups(c, k, ct.start)[0]
+        group_size = len(group_members)
         if not count_ok(h if h not in _EXACT else "at least", n, len(group_members)):
             _fail(c, ct, f"is more than the {len(group_members)} themes it is taken from")
             return
@@ -398,12 +414,17 @@ def _judge(c: Check, ct: _Count) -> None:
         if (exact and not count_ok(h, n, got)) or (not exact and got > n):
             _fail(c, ct, f"does not match the {got} themes listed")
         return
+    cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
+    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
+                 or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
     if group_members is not None:
-        if not count_ok(h if h not in _EXACT else "at least", n, len(group_members)):
-            _fail(c, ct, f"is more than the {len(group_members)} themes of the group")
+        if total:  # "seven of the 24 dictionary themes were admitted": the group's admitted members
+            if not count_ok(h, n, len(group_members)):
+                _fail(c, ct, f"is not the number of admitted themes of that group ({len(group_members)})")
+        elif not count_ok(h if h not in _EXACT else "at least", n, group_size):
+            _fail(c, ct, f"is more than the {group_size} themes of the group")
         return
-    cs, _ = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    if _TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods) or _TOTAL_AFTER.match(txt[ct.end:]):
+    if total:
         if not any(count_ok(h, n, v) for v in _plan_sizes(c)):
             _fail(c, ct, f"is not the number of themes in the plan ({c.n})")
         return
@@ -412,8 +433,13 @@ def _judge(c: Check, ct: _Count) -> None:
         _fail(c, ct, f"is more themes than the plan has ({c.n})")
 
 
-def _resolve_group(c: Check, m_ct: _Count, pred) -> list[frozenset] | None:
-    """The group an M of "N of the M" names; reports and returns None when M fits none."""
+def _resolve_group(c: Check, m_ct: _Count, pred) -> tuple[list[frozenset], int] | None:
+    """The group an M of "N of the M" names: (its admitted members, its size M).
+
+    The qualifiers of the noun phrase are M's ("of the 24 dictionary themes": the group is
+    the dictionary, size D, whose admitted members are the plan). Reports and returns None
+    when M fits no group.
+    """
     c.consume(m_ct.num.start, m_ct.num.end)
     k = c.sentence_of(m_ct.start)
     inner = _predicate(c, m_ct) if m_ct.noun else None
@@ -423,16 +449,17 @@ def _resolve_group(c: Check, m_ct: _Count, pred) -> list[frozenset] | None:
         if len(members) != m_ct.n:
             _fail(c, m_ct, f'is not the number of themes in the "{"/".join(sorted(inner[0]))}" bin ({len(members)})')
             return None
-        return members
-    if m_ct.noun and _DICT.search(m_ct.mods):
+        return members, len(members)
+    if m_ct.noun and _is_dictionary(c, m_ct):
         if m_ct.n not in _dict_sizes(c):
-            _fail(c, m_ct, "is not the dictionary size")
-        return None
+            _fail(c, m_ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
+            return None
+        return [frozenset({x}) for x in c.lex.atoms], m_ct.n
     for g in _groups(c, k, m_ct.start):
         if len(g) == m_ct.n:
-            return g
+            return g, len(g)
     if m_ct.n in _plan_sizes(c):
-        return [frozenset({x}) for x in c.lex.atoms]
+        return [frozenset({x}) for x in c.lex.atoms], m_ct.n
     _fail(c, m_ct, f"is not the number of themes in the plan ({c.n}) nor of a group named before")
     return None
 
@@ -475,8 +502,8 @@ def _quantifiers(c: Check) -> None:
     txt = c.masked
     for m in _QUANT.finditer(txt):
         s, e = m.span()
-        if c.overlaps(s, e, c.rank_spans + c.consumed) or not _mods_ok(m.group("mods")):
-            continue
+        if c.overlaps(s, e, c.rank_spans + c.consumed) or not _mods_ok(re.sub(r"^\d[\d,]*\s+", "", m.group("mods"))):
+            continue  # a leading number names the group ("half of the 10 themes")
         q = re.sub(r"\s+", " ", m.group("q").lower())
         q = re.sub(r" of$", "", q)
         c.consume(s, e)
@@ -484,20 +511,22 @@ def _quantifiers(c: Check) -> None:
         ct = _Count(num, 0, s, e, m.group("noun"), m.group("mods"))
         k = c.sentence_of(s)
         plan = [frozenset({x}) for x in c.lex.atoms]
+        size = len(plan)
         inner = [n for n in numbers(txt[m.start("mods"):m.end("mods")], include_one=True) if _value(n) is not None]
         if inner:  # "half of the ten themes": the ten names the group
             n0 = inner[0]
             n0.start += m.start("mods")
             n0.end += m.start("mods")
-            plan = _resolve_group(c, _Count(n0, int(n0.value), n0.start, e, m.group("noun"), ""), None)
-            if plan is None:
+            resolved = _resolve_group(c, _Count(n0, int(n0.value), n0.start, e, m.group("noun"),
+                                                txt[n0.end:m.end("mods")]), None)
+            if resolved is None:
                 continue
+            plan, size = resolved
         pred = _predicate(c, ct)
         if not pred:
             continue
         c.consume(pred[1], pred[2])
         nb = _n_bin(c, pred[0], plan)
-        size = len(plan)
         if q in ("all", "every", "each", "both"):
             group = plan
             if not inner and (re.search(r"\b(?:these|those)\b", m.group(0), re.I) or q == "both"):
