@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 
 from ..context import Check
-from ..numeric import FRACTIONS, Num, ORDINALS, numbers
+from ..numeric import FRACTIONS, NUMWORD, Num, ORDINALS, numbers
 from ..text import span_of
 from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PER_RECORD, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
 
 _W = r"[\w'§-]+"
+ORDW = "|".join(ORDINALS)
 # a modifier inside a counted noun phrase: any word but verbs, function words and other nouns
 _NOT_MOD = re.compile(rf"(?:of|in|on|at|to|for|by|from|and|or|but|with|than|that|which|who|whose|is|are|was|were|be|"
                       rf"been|have|has|had|do|does|did|not|no|mention|mentions|mentioned|appear|appears|appeared|"
@@ -47,7 +48,16 @@ _BOTH_AB = re.compile(r"\bboth\s+§+\s+and\s+§+", re.I)
 _TOTAL_SUBJECT = re.compile(r"\b(?:plan|release|summary|list|snapshot|report|it|this|dp-spin)\b", re.I)
 _TOTAL_MARK = re.compile(r"\b(?:released|admitted|listed|published|reported)\b", re.I)
 _TOTAL_AFTER = re.compile(r"\s+(?:in\s+total|in\s+all|altogether|overall)\b", re.I)
-_LIST = r"§+(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?§+)*"
+# a listed theme may carry its own values: "A (rank 5)", "A at 12%", "A (about 480)", "A with 9.6% of reviews"
+_VALUE = (rf"(?:(?:about|around|roughly|approximately|nearly|almost|just\s+over|just\s+under|over|under|~|≈)\s*)?"
+          rf"(?:(?:rank(?:ed)?|number|no\.|#)\s*)?(?:\d+(?:[.,]\d+)*(?:st|nd|rd|th)?|(?:{NUMWORD})(?:[\s-](?:{NUMWORD}))*|{ORDW})"
+          rf"(?:\s*(?:%|percent\b|per\s+cent\b))?(?:\s+(?:of\s+)?(?:the\s+|all\s+)?(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)?")
+_ATTACHED = (rf"(?:\s*\([^()§¤\n]*\)|\s+(?:(?:at|with|on|in|ranked|ranking)\s+)?{_VALUE}"
+             rf"|\s*,\s*(?:at|with|ranked|ranking)\s+{_VALUE})")
+_ITEM = rf"§+(?:{_ATTACHED})*"
+_LIST = rf"{_ITEM}(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?{_ITEM})*"
+_BULLET = re.compile(rf"[ \t]*(?:[-*•–]|\d{{1,2}}[.)])[ \t]+(?:\*\*)?(?P<l>{_LIST})")
+_COLON_EOL = re.compile(rf"(?:\s+{_W}){{0,3}}\s*:\s*$")
 _LIST_EXACT = re.compile(rf"(?:\s*[:—–(]\s*|\s+-\s+|\s*,?\s*namely\s+|\s+(?:are|were)\s+|(?:\s+{_W}){{1,3}}\s*:\s*)(?P<l>{_LIST})", re.I)
 _LIST_COMMA = re.compile(rf"\s*,\s*(?P<l>{_LIST})(?=\s*(?:,|\)|—|–|[.;!?]|$))")
 _LIST_SOME = re.compile(rf"\s*,?\s*(?:including|include|includes|included|such\s+as|e\.g\.,?|among\s+them|like)\s+(?P<l>{_LIST})", re.I)
@@ -301,6 +311,26 @@ def _listed(c: Check, ct: _Count) -> tuple[int, bool, list[frozenset]] | None:
             a, b = ct.end + m.start("l"), ct.end + m.end("l")
             members = _members_named(c, a, b)
             return len(members), exact, members
+    if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
+        members: list[frozenset] = []
+        pos = txt.find("\n", ct.end)
+        while pos >= 0:
+            end = txt.find("\n", pos + 1)
+            line = txt[pos + 1:end if end >= 0 else len(txt)]
+            if not line.strip():
+                if members:
+                    break
+                pos = end
+                continue
+            m = _BULLET.match(line)
+            if not m:
+                break
+            for x in _members_named(c, pos + 1 + m.start("l"), pos + 1 + m.end("l")):
+                if x not in members:
+                    members.append(x)
+            pos = end
+        if members:
+            return len(members), True, members
     return None
 
 
