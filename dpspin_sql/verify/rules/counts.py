@@ -57,6 +57,7 @@ _ATTACHED = (rf"(?:\s*\([^()§¤\n]*\)|\s+(?:(?:at|with|on|in|ranked|ranking)\s+
 _ITEM = rf"§+(?:{_ATTACHED})*"
 _LIST = rf"{_ITEM}(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?{_ITEM})*"
 _BULLET = re.compile(rf"[ \t]*(?:[-*•–]|\d{{1,2}}[.)])[ \t]+(?:\*\*)?(?P<l>{_LIST})")
+_LIST_MORE = re.compile(rf"\s*,?\s*(?:followed\s+(?:closely\s+)?by|(?:and\s+)?then)\s+(?P<l>{_LIST})", re.I)
 _COLON_EOL = re.compile(rf"(?:\s+{_W}){{0,3}}\s*:\s*$")
 _LIST_EXACT = re.compile(rf"(?:\s*[:—–(]\s*|\s+-\s+|\s*,?\s*namely\s+|\s+(?:are|were)\s+|(?:\s+{_W}){{1,3}}\s*:\s*)(?P<l>{_LIST})", re.I)
 _LIST_COMMA = re.compile(rf"\s*,\s*(?P<l>{_LIST})(?=\s*(?:,|\)|—|–|[.;!?]|$))")
@@ -300,17 +301,28 @@ def _all_bins(c: Check) -> set:
     return {str(a.get("bin", "")).lower() for a in c.plan["atoms"]} | set(c.plan.get("bins") or {}) | {"low"}
 
 
-def _listed(c: Check, ct: _Count) -> tuple[int, bool, list[frozenset]] | None:
-    """Themes listed right after the counted phrase: (number, exact?, members)."""
+def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool, list[frozenset], set[int]] | None:
+    """Themes listed right after the counted phrase: (number, exact?, members, numbers a count may equal).
+
+    "The top three themes are A and B, followed by C" may count the continuation too: the
+    count may equal the list or the list with its continuation.
+    """
     txt = c.masked
     se = c.sents[c.sentence_of(ct.start)][1]
-    rest = txt[ct.end:se]
+    end = ct.end
+    if np_end and np_end > end:  # "two themes of moderate support, A and B": the bin phrase is in the noun phrase
+        end = np_end + (re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:]).end())
+    rest = txt[end:se]
     for rx, exact in ((_LIST_SOME, False), (_LIST_EXACT, True), (_LIST_COMMA, True)):
         m = rx.match(rest)
         if m:
-            a, b = ct.end + m.start("l"), ct.end + m.end("l")
+            a, b = end + m.start("l"), end + m.end("l")
             members = _members_named(c, a, b)
-            return len(members), exact, members
+            ok = {len(members)}
+            more = _LIST_MORE.match(txt, b, se)
+            if more:
+                ok.add(len(members) + len([x for x in _members_named(c, more.start("l"), more.end("l")) if x not in members]))
+            return len(members), exact, members, ok
     if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
         members: list[frozenset] = []
         pos = txt.find("\n", ct.end)
@@ -330,7 +342,7 @@ def _listed(c: Check, ct: _Count) -> tuple[int, bool, list[frozenset]] | None:
                     members.append(x)
             pos = end
         if members:
-            return len(members), True, members
+            return len(members), True, members, {len(members)}
     return None
 
 
@@ -430,9 +442,17 @@ def _judge(c: Check, ct: _Count) -> None:
     if ct.det == "group" and ct.of_m is None and not ct.of_group:
         _judge_group(c, ct, h, pred)
         return
-    listed = _listed(c, ct)
-    if pred and not pred[3] and listed and listed[2]:
+    listed = _listed(c, ct, pred[2] if pred and pred[3] else None)
+    if pred and listed and listed[2]:
         _check_members(c, listed[2], pred)
+    cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
+    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
+                 or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
+    if pred and pred[3] and listed and listed[1] and not total and group_members is None:
+        # "two themes of moderate support, A and B, follow": the enumeration restricts the count
+        if not any(count_ok(h, n, v) for v in listed[3]):
+            _fail(c, ct, f"does not match the {listed[0]} themes listed")
+        return
     if pred:
         want = _n_bin(c, pred[0], group_members)
         if not count_ok(h, n, want):
@@ -440,13 +460,10 @@ def _judge(c: Check, ct: _Count) -> None:
             _fail(c, ct, f'is not the number of themes{where} in the "{"/".join(sorted(pred[0]))}" bin ({want})')
         return
     if listed:
-        got, exact, _ = listed
-        if (exact and not count_ok(h, n, got)) or (not exact and got > n):
+        got, exact, _, ok = listed
+        if (exact and not any(count_ok(h, n, v) for v in ok)) or (not exact and got > n):
             _fail(c, ct, f"does not match the {got} themes listed")
         return
-    cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
-                 or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
     if group_members is not None:
         if total:  # "seven of the 24 dictionary themes were admitted": the group's admitted members
             if not count_ok(h, n, len(group_members)):
@@ -678,7 +695,32 @@ def _discourse_counts(c: Check) -> None:
             c.add("unsupported_number", num.start, num.end, f'"{num.text}" does not match the {len(parts)} items listed after it')
 
 
+def _rank_group_lists(c: Check) -> None:
+    """'The five most common themes are A, B, C and D': a rank group's count that introduces (or
+    follows) an enumeration must equal the number of themes enumerated (the ranks are checked by *Ranks*)."""
+    txt = c.masked
+    for s, ns, ne, n, e in c.rank_counts:
+        k = c.sentence_of(s)
+        np = re.match(rf"[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b", txt[e:c.sents[k][1]], re.I)
+        end = e + (np.end() if np else 0)
+        num = Num(ns, ne, txt[ns:ne], n, 1, "", "words", False, False)
+        listed = _listed(c, _Count(num, n, ns, end))
+        before = re.fullmatch(rf"\s*(?:(?:[-*•]|\d{{1,2}}[.)])\s+)?(?:both\s+)?(?P<l>{_LIST})\s+(?:are|were|remain|form|make\s+up)"
+                              rf"\s+(?:the\s+)?", txt[c.sents[k][0]:s], re.I)  # the whole subject is the list
+        if listed:
+            got, exact, _, ok = listed
+            bad = n not in ok if exact else got > n
+        elif before:
+            got = len(_members_named(c, c.sents[k][0] + before.start("l"), c.sents[k][0] + before.end("l")))
+            bad = got != n
+        else:
+            continue
+        if bad:
+            c.add("unsupported_number", ns, ne, f'"{num.text}" does not match the {got} themes listed')
+
+
 def check(c: Check) -> None:
+    _rank_group_lists(c)
     _discourse_counts(c)
     counts = _recognise(c)
     inner = {id(ct.of_m) for ct in counts if ct.of_m is not None}

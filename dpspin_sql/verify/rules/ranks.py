@@ -68,6 +68,7 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     if kind in ("topn", "bottomn"):
         n = _pos(gd["k"])
         word = "top" if kind == "topn" else "bottom"
+        c.rank_counts.append((s, m.start("k"), m.end("k"), n, e))  # a count of ranks too (Counts: enumerations)
         if n > c.max_rank:
             c.add("wrong_rank", s, e, f'the plan ranks only {c.max_rank} themes, so there is no {word} {n}')
             return
