@@ -24,6 +24,15 @@ RANK1 = (r"(?:most\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|m
 RANKLAST = (r"(?:least\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
             r"widespread|raised)|lowest|smallest|rarest|fewest)")
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
+# a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
+SHARED_RANK = re.compile(
+    r"\b(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
+    r"(?:tied|tie|ties|tying|joint(?:ly)?|equal|level|share|shares|shared|sharing|split|splits)"
+    r"(?:\s+(?:with\s+)?§+)?(?:\s+(?:for|at|in|on|as))?(?:\s+(?:the|a))?\s+"
+    r"(?:(?P<sord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))(?:[\s-]+(?:place|position|spot|rank|slot))?"
+    r"|(?:rank|position|place|number|no\.|#)\s*(?P<snum>\d+)"
+    r"|(?P<stop>top|lead|first)(?:[\s-]+(?:place|position|spot|rank|slot))?"
+    r"|(?P<slast>last|bottom)(?:[\s-]+(?:place|position|spot|rank|slot))?)\b", re.I)
 PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
               r"complaint\s+types?|phrases?|labels?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")
