@@ -37,7 +37,7 @@ PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|
               r"complaint\s+types?|phrases?|labels?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")
 METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
-                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|contribut\w*|ε|epsilon)\b", re.I)
+                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|counts?\s+(?:only\s+|just\s+)?once|contribut\w*|ε|epsilon)\b", re.I)
 # the per-record contribution bound K: a clause about what one record counts toward (docs/VERIFIER.md, Counts rule 0)
 PER_RECORD = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
                         r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
