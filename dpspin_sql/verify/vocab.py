@@ -75,3 +75,12 @@ def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
     if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
         return False
     return True
+
+
+# capitalised words that are never names (docs/VERIFIER.md, *Names and public vocabulary*: the list there is this list)
+PUBLIC_VOCABULARY = (
+    "I", "DP", "DP-SPIN", "SPIN", "CFPB", "Gaussian", "Laplace", "OpenDP", "zCDP", "ε", "δ", "Epsilon", "Delta",
+    "Note", "Summary", "Plan", "Theme", "Themes", "Rank", "Bin", "High", "Moderate", "Low", "Support", "Product",
+    "Sub-product", "Issue", "Sub-issue", "Sub", "Overall", "Top", "Top-L", "Atom", "Atoms", "Privacy", "Differential",
+    "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI",
+)
