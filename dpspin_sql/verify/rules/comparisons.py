@@ -150,7 +150,7 @@ def check(c: Check) -> None:
             k = _ratio_k(m) if op == "ratio" else 0.0
             found.append((s, e, op, k, m.group("q") if op == "gap" else ""))
     for s, e, op, k, q in found:
-        if op == "sim" and re.match(r"(?i)close to|match", txt[s:e]) and not re.match(r"\s*§", txt[e:e + 3]) \
+        if op == "sim" and re.match(r"(?i)close\s+to\b|match", txt[s:e]) and not re.match(r"\s*§", txt[e:e + 3]) \
                 and not re.match(r"(?i)close\s+to\s+(?:each\s+other|one\s+another)", txt[s:s + 30]):
             continue  # "close to 480" is a hedge; "close to each other" is a similarity claim
         c.consume(s, e)
