@@ -32,7 +32,10 @@ SHARED_RANK = re.compile(
     r"(?:(?P<sord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))(?:[\s-]+(?:place|position|spot|rank|slot))?"
     r"|(?:rank|position|place|number|no\.|#)\s*(?P<snum>\d+)"
     r"|(?P<stop>top|lead|first)(?:[\s-]+(?:place|position|spot|rank|slot))?"
-    r"|(?P<slast>last|bottom)(?:[\s-]+(?:place|position|spot|rank|slot))?)\b", re.I)
+    r"|(?P<slast>last|bottom)(?:[\s-]+(?:place|position|spot|rank|slot))?)\b"
+    # not "share the top two spots", "share second and third place", "the top of the list"
+    r"(?!\s*(?:-|\s)\s*(?:\d|" + "|".join(ORDINALS) + r"|two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"|\s+(?:and|or|to|through|thru)\s+(?:\d|" + "|".join(ORDINALS) + r")|\s+of\b)", re.I)
 PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
               r"complaint\s+types?|phrases?|labels?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")

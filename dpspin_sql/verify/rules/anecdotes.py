@@ -77,6 +77,18 @@ def _past_in_clause(c: Check, sc: "_Scan", j: int) -> bool:
     return any(_past(t) for t, s, _ in sc.toks[j + 1:] if s < ce)
 
 
+_PRESENT = {"is", "are", "counts", "has", "contributes", "appears", "goes", "belongs", "maps", "adds", "gets", "remains",
+            "enters", "falls", "lands", "can", "may", "will", "would", "should", "must"}
+
+
+def _later_present(c: Check, sc: "_Scan", j: int) -> bool:
+    """A present-tense verb later in token j's clause: the past form at j was a participle modifier."""
+    pos = sc.toks[j][2]
+    k = c.sentence_of(pos)
+    ce = next((b for a, b in c.clauses_of(k) if a <= pos < b), c.sents[k][1])
+    return any(t.lower() in _PRESENT for t, s, _ in sc.toks[j + 1:] if s < ce)
+
+
 def _method_sentence(c: Check, pos: int) -> bool:
     """A sentence about the method ("a review is counted at most once", "a record contributes …")."""
     ss, se = c.sents[c.sentence_of(pos)]
@@ -230,6 +242,8 @@ def check(c: Check) -> None:
                         break
                     v = sc.low(p)
                     told = _past(v) or v in _REPORTING or (v in ("was", "were") and _past(sc.low(p + 1)))
+                    if told and plain and _past(v) and v not in _AUX_PAST and _later_present(c, sc, p):
+                        break  # "a review tagged with dry skin counts once": a participle, not the record's act
                     if told and not (plain and _method_sentence(c, toks[i][1])):
                         report(i, p, "is an anecdote from one record")
                         break

@@ -57,6 +57,8 @@ _ATTACHED = (rf"(?:\s*\([^()§¤\n]*\)|\s+(?:(?:at|with|on|in|ranked|ranking)\s+
 _ITEM = rf"§+(?:{_ATTACHED})*"
 _LIST = rf"{_ITEM}(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?{_ITEM})*"
 _BULLET = re.compile(rf"[ \t]*(?:[-*•–]|\d{{1,2}}[.)])[ \t]+(?:\*\*)?(?P<l>{_LIST})")
+_LIST_STOP = re.compile(r"\b(?:than|ahead|behind|while|whereas|but|although|though|trail\w*|lag\w*|compared|versus|vs|"
+                        r"outside|beyond|except|besides|below|after|unlike)\b", re.I)
 _LIST_MORE = re.compile(rf"\s*,?\s*(?:followed\s+(?:closely\s+)?by|(?:and\s+)?then)\s+(?P<l>{_LIST})", re.I)
 _COLON_EOL = re.compile(rf"(?:\s+{_W}){{0,3}}\s*:\s*$")
 _LIST_EXACT = re.compile(rf"(?:\s*[:—–(]\s*|\s+-\s+|\s*,?\s*namely\s+|\s+(?:are|were)\s+|(?:\s+{_W}){{1,3}}\s*:\s*)(?P<l>{_LIST})", re.I)
@@ -322,6 +324,10 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
             more = _LIST_MORE.match(txt, b, se)
             if more:
                 ok.add(len(members) + len([x for x in _members_named(c, more.start("l"), more.end("l")) if x not in members]))
+            # an item the list grammar cannot read ("dry skin, long-lasting wear and strong smell") must not shorten
+            # the enumeration: the themes named from the list to the end of the sentence (or a comparison) count too
+            stop = _LIST_STOP.search(txt, b, se)
+            ok.add(len(_members_named(c, a, stop.start() if stop else se)))
             return len(members), exact, members, ok
     if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
         members: list[frozenset] = []
