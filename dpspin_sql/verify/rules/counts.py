@@ -364,8 +364,8 @@ def _is_dictionary(c: Check, ct: _Count) -> bool:
 # is admission to the plan, optionally followed by a phrase about the release that names no theme
 _ADMIT_VERB = re.compile(r"\s+(?:(?:were|was|are|is|have\s+been|has\s+been|got|get|are\s+all|were\s+all)\s+)?"
                          r"(?:admitted|released|selected|retained|kept|published|included)\b"
-                         r"|\s+(?:made\s+(?:it\s+)?(?:into|onto)|(?:are|were|is|was|appear|appeared|sit|remain)\s+(?:in|on))"
-                         r"\s+(?:the\s+)?(?:final\s+|released\s+|published\s+)?(?:plan|release|top[\s-]*l)\b", re.I)
+                         r"|\s+(?:made(?:\s+it)?(?:\s+(?:into|onto|to))?|(?:are|were|is|was|appear|appeared|sit|remain)\s+(?:in|on))"
+                         r"\s+(?:the\s+)?(?:final\s+|released\s+|published\s+)?(?:plan|release|top[\s-]*l|cut)\b", re.I)
 _ADMIT_TAIL = re.compile(rf"\s*$|\s+(?:to|in|into|from|by|for|out\s+of|at|under|with|over|among|across|in\s+total|"
                          rf"in\s+all|altogether|overall)\b(?![^§¤]*§)(?!.*\b(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)", re.I)
 
