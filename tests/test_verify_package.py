@@ -34,3 +34,23 @@ def test_every_rule_module_is_registered_once_with_one_entry_point():
 
 def test_no_dead_helpers_left():
     assert not hasattr(verify_pkg, "plan_has_atoms")
+
+
+def test_public_vocabulary_is_the_documented_list():
+    """docs/VERIFIER.md lists the capitalised words that are never names; the code uses exactly that list."""
+    import re
+    from pathlib import Path
+
+    from dpspin_sql.verify.vocab import PUBLIC_VOCABULARY
+    doc = (Path(__file__).parent.parent / "docs" / "VERIFIER.md").read_text(encoding="utf-8")
+    section = doc[doc.index("**Public vocabulary**"):]
+    block = re.search(r"```text\n(.*?)\n```", section, re.S).group(1)
+    assert block.split() == list(PUBLIC_VOCABULARY)
+
+
+def test_verify_signature_is_the_documented_one():
+    import inspect
+
+    from dpspin_sql.verify import verify, verify_claims
+    assert list(inspect.signature(verify).parameters) == ["summary", "plan", "dictionary", "require_theme"]
+    assert list(inspect.signature(verify_claims).parameters) == ["claims", "plan", "dictionary", "require_theme"]

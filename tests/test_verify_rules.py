@@ -461,3 +461,222 @@ def test_old_plans_without_intervals_still_verify():
     p = plan("amazon")
     assert "interval_half_width" not in p and all("interval" not in a for a in p["atoms"])
     assert verify("Dry skin has about 612 mentions, with high support.", p).accepted
+
+
+# ---------------------------------------------------------------- issue: blind-corpus findings and decided doc gaps
+# Partitives: the qualifiers name M's group; N is judged by the predicate (Counts, *Partitives*).
+PARTITIVE_VALID = [
+    ("amazon", "Ten of the 50 dictionary themes were admitted to the plan."),
+    ("amazon", "The plan admits ten of the 50 candidate themes."),
+    ("amazon", "Of the 50 candidate themes, ten made it into the plan."),
+    ("amazon", "Ten of the 50 themes in the dictionary were released."),
+    ("amazon", "Ten themes were admitted from a dictionary of 50."),
+    ("amazon", "Four of the 50 candidate themes have moderate support."),
+    ("amazon", "Three of the 50 dictionary themes concern skin."),
+    ("amazon", "Half of the 10 themes have low support."),
+    ("yelp", "Ten of the 16 dictionary themes were released at ε = 2."),
+    ("yelp", "The plan keeps ten of its 16 candidate themes."),
+    ("yelp", "Two themes are listed under long wait and fresh ingredients."),
+]
+PARTITIVE_INVALID = [
+    ("amazon", "Nine of the 50 dictionary themes were admitted to the plan.", ["unsupported_number"], "Nine"),
+    ("amazon", "The plan admits ten of the 40 candidate themes.", ["unsupported_number"], "40"),
+    ("amazon", "Eight themes were admitted from a dictionary of 50.", ["unsupported_number"], "Eight"),
+    ("amazon", "Of the 50 candidate themes, twelve made it into the plan.", ["unsupported_number"], "twelve"),
+    ("amazon", "Two of the 50 candidate themes have moderate support.", ["unsupported_number"], "Two"),
+    ("yelp", "The plan keeps nine of its 16 candidate themes.", ["unsupported_number"], "nine"),
+    ("yelp", "Ten of the 20 dictionary themes were released.", ["unsupported_number"], "20"),
+]
+# The assignment bound K: a method statement, checked against K only (Counts rule 0, quantifiers).
+BOUND_VALID = [
+    ("amazon", "Each review is assigned to at most 3 themes."),
+    ("amazon", "Every review counts toward up to three themes."),
+    ("amazon", "A review can be assigned to at most three themes."),
+    ("amazon", "Each complaint contributes to no more than three themes."),
+    ("amazon", "Each review belongs to at most three themes, and each review counts once."),
+]
+BOUND_INVALID = [  # exactly one violation: the wrong K, never "each review" as a universal claim
+    ("amazon", "Each review is assigned to at most 2 themes.", ["unsupported_number"], "at most 2"),
+    ("amazon", "Every review counts toward up to four themes.", ["unsupported_number"], "up to four"),
+    ("yelp", "Long wait ranks second. Each review is assigned to at most 5 themes.", ["unsupported_number"], "at most 5"),
+    ("amazon", "Each review mentions dry skin.", ["unsupported_number"], "Each review"),
+]
+# Listed counts: a list item keeps its own values; bulleted lines after a colon are the list.
+LISTED_VALID = [
+    ("amazon", "Two themes stand out: dry skin (rank 1) and long lasting (rank 2)."),
+    ("amazon", "Two themes stand out: dry skin at 12% and long lasting at 9.6%."),
+    ("amazon", "Three themes lead, dry skin (about 612), long lasting (about 480) and strong smell (about 470)."),
+    ("amazon", "Two themes, dry skin with 12% of reviews and long lasting with 9.6% of reviews, lead."),
+    ("amazon", "Two themes stand out: dry skin, ranked first, and long lasting, ranked second."),
+    ("amazon", "Three themes lead:\n- dry skin (12.2%)\n- long lasting (9.6%)\n- strong smell (9.4%)"),
+    ("amazon", "Two themes stand out:\n1. Dry skin, at about 12%.\n2. Long lasting, at about 9.6%."),
+    ("amazon", "Two themes lead:\n\n* dry skin\n* long lasting\n\nThe other themes are smaller."),
+    ("cfpb", "Within debt collection, two themes appear: debt is not yours (rank 3) and didn't receive enough "
+             "information to verify debt (rank 8)."),
+]
+LISTED_INVALID = [
+    ("amazon", "Three themes stand out: dry skin (rank 1) and long lasting (rank 2).", ["unsupported_number"], "Three"),
+    ("amazon", "Two themes stand out: dry skin at 12%, long lasting at 9.6% and strong smell at 9.4%.",
+     ["unsupported_number"], "Two"),
+    ("amazon", "Two themes lead:\n- dry skin (12.2%)\n- long lasting (9.6%)\n- strong smell (9.4%)",
+     ["unsupported_number"], "Two themes lead:"),
+    ("cfpb", "Within debt collection, three themes appear: debt is not yours (rank 3) and didn't receive enough "
+             "information to verify debt (rank 8).", ["unsupported_number"], "three"),
+]
+# A rank group's count that introduces (or follows) an enumeration equals it (Counts rule 2).
+RANK_ENUM_VALID = [
+    ("amazon", "The four most common themes are dry skin, long lasting, strong smell and great price."),
+    ("amazon", "The top three themes are dry skin, long lasting and strong smell."),
+    ("amazon", "The top three: dry skin, long lasting and strong smell."),
+    ("amazon", "Dry skin, long lasting and strong smell are the three most common themes."),
+    ("amazon", "The top three are dry skin and long lasting, followed by strong smell."),
+    ("amazon", "The top five themes include dry skin and great price."),
+    ("amazon", "Dry skin and long lasting are among the three most common themes."),
+    ("amazon", "The two least common themes are small bottle and nice scent."),
+    ("amazon", "The top three themes all have moderate or high support."),
+]
+RANK_ENUM_INVALID = [
+    ("amazon", "The five most common themes are dry skin, long lasting, strong smell and great price.",
+     ["unsupported_number"], "five"),
+    ("amazon", "The top three themes are dry skin and long lasting.", ["unsupported_number"], "three"),
+    ("amazon", "Dry skin and long lasting are the three most common themes.", ["unsupported_number"], "three"),
+    ("amazon", "The three least common themes are small bottle and nice scent.", ["unsupported_number"], "three"),
+    ("amazon", "The top two themes are dry skin, long lasting and strong smell.", ["unsupported_number", "wrong_rank"],
+     "The top two themes are dry skin, long lasting and strong smell."),
+]
+# A count restricted by its own enumeration vs an unrestricted bin count (Counts rule 3).
+RESTRICTED_VALID = [
+    ("amazon", "Two themes of moderate support follow: long lasting and strong smell."),
+    ("amazon", "Two themes of moderate support, long lasting and strong smell, follow."),
+    ("amazon", "Two moderate-support themes, great price and easy application, fill the middle."),
+    ("amazon", "Three themes with moderate support (long lasting, strong smell and great price) follow."),
+    ("amazon", "Four themes have moderate support."),
+]
+RESTRICTED_INVALID = [
+    ("amazon", "Two themes have moderate support: long lasting and strong smell.", ["unsupported_number"], "Two"),
+    ("amazon", "Two themes of moderate support follow.", ["unsupported_number"], "Two"),
+    ("amazon", "Two themes of moderate support, long lasting and dry skin, follow.", ["wrong_bin"], "moderate"),
+    ("amazon", "Three themes of moderate support follow: long lasting and strong smell.", ["unsupported_number"], "Three"),
+]
+# A share of the public denominator: the denominator is metadata, the percentage the theme's value.
+DENOMINATOR_VALID = [
+    ("amazon", "Dry skin accounts for 12% of the 5,000 reviews."),
+    ("amazon", "Of the 5,000 reviews, about 12% mention dry skin."),
+    ("amazon", "Dry skin leads with about 612 of the 5,000 reviews (12%)."),
+    ("amazon", "Roughly 9.6% of all 5,000 reviews mention long lasting."),
+    ("cfpb", "Information belongs to someone else accounts for about 15.6% of the 20,000 complaints."),
+]
+DENOMINATOR_INVALID = [
+    ("amazon", "Dry skin accounts for 20% of the 5,000 reviews.", ["unsupported_number"], "20%"),
+    ("amazon", "Dry skin accounts for 12% of the 6,000 reviews.", ["unsupported_number"], "6,000"),
+    ("amazon", "Of the 4,000 reviews, about 12% mention dry skin.", ["unsupported_number"], "4,000"),
+    ("cfpb", "Information belongs to someone else accounts for about 25% of the 20,000 complaints.",
+     ["unsupported_number"], "about 25%"),
+]
+# Shared ranks over a conjunction (Ranks, *Shared ranks*).
+SHARED_RANK_VALID = [
+    ("amazon", "Long lasting and strong smell are tied for second place."),
+    ("amazon", "Long lasting and strong smell share second place."),
+    ("amazon", "Long lasting and strong smell rank joint second."),
+    ("amazon", "Long lasting and strong smell are tied at rank 2."),
+    ("amazon", "Long lasting ties strong smell for second place."),
+    ("amazon", "Strong smell is tied for second."),
+    ("amazon", "Small bottle and nice scent are tied for last place."),
+    ("yelp", "Long wait and fresh ingredients are tied for second place."),
+    ("yelp", "Happy hour and outdoor seating share fourth place."),
+]
+SHARED_RANK_INVALID = [
+    ("amazon", "Long lasting and strong smell are tied for third place.", ["wrong_rank"], "tied for third place"),
+    ("amazon", "Dry skin and long lasting are tied for first.", ["unsupported_comparison"], "Dry skin and long lasting"),
+    ("amazon", "Dry skin and long lasting share the top spot.", ["unsupported_comparison"], "Dry skin and long lasting"),
+    ("amazon", "Great price and easy application are tied for fifth.", ["wrong_rank", "unsupported_comparison"],
+     "Great price and easy application are tied for fifth."),
+    ("yelp", "Happy hour and outdoor seating are tied for fifth place.", ["wrong_rank"], "tied for fifth place"),
+    ("amazon", "Hair color and small bottle are tied for last.", ["wrong_rank", "unsupported_comparison"],
+     "Hair color and small bottle are tied for last."),
+]
+# Similarity between two named themes (Comparisons).
+SIMILAR_VALID = [
+    ("amazon", "Long lasting and strong smell are close to each other."),
+    ("amazon", "Long lasting and strong smell are comparable to one another."),
+    ("amazon", "Long lasting and strong smell are very close."),
+    ("amazon", "Long lasting and strong smell are close in support."),
+    ("amazon", "Long lasting and strong smell sit close together."),
+    ("amazon", "Dry skin has close to 610 mentions."),
+    ("amazon", "Great price comes close to the top three."),
+]
+SIMILAR_INVALID = [
+    ("amazon", "Dry skin and long lasting are close to each other.", ["unsupported_comparison"], "Dry skin and long lasting"),
+    ("amazon", "Dry skin and long lasting are comparable to each other.", ["unsupported_comparison"], "Dry skin and long lasting"),
+    ("amazon", "Dry skin and long lasting are very close.", ["unsupported_comparison"], "Dry skin and long lasting"),
+    ("amazon", "Great price and easy application are close in support.", ["unsupported_comparison"], "Great price"),
+    ("amazon", "Dry skin and great price sit close together.", ["unsupported_comparison"], "Dry skin and great price"),
+]
+# Record nouns with a / an / one: anecdotes about one record (Anecdotes).
+RECORD_VALID = [
+    ("amazon", "Reviews described broken bottle."),
+    ("amazon", "Many reviews mention dry skin."),
+    ("amazon", "A review counts toward at most three themes."),
+    ("amazon", "Dry skin can appear in a review together with broken bottle."),
+    ("amazon", "A record number of reviews mention dry skin."),
+    ("amazon", "A review that mentions both themes counts for each."),
+]
+RECORD_INVALID = [
+    ("amazon", "A complaint described broken bottle.", "A complaint described"),
+    ("amazon", "A review mentioned dry skin.", "A review mentioned"),
+    ("amazon", "An angry review complained about broken bottle.", "An angry review complained"),
+    ("amazon", "A review was posted about broken bottle.", "A review was"),
+    ("amazon", "One review mentioned dry skin.", "One review mentioned"),
+    ("amazon", "According to a review, broken bottle is a problem.", "a review"),
+    ("amazon", "A single review mentioned broken bottle.", "A single review mentioned"),
+]
+# A mention shared by several atoms ("credit reporting": atoms at 15.6%/rank 1, 12.1%/rank 2, 6.1%/rank 4).
+AMBIGUOUS_VALID = [
+    ("cfpb", "Credit reporting accounts for about 15.6% of complaints."),
+    ("cfpb", "Credit reporting accounts for about 6.1% of complaints."),
+    ("cfpb", "Credit reporting ranks fourth."),
+    ("cfpb", "Credit reporting has moderate support."),
+    ("cfpb", "Credit reporting has high support."),
+]
+AMBIGUOUS_INVALID = [
+    ("cfpb", "Credit reporting accounts for about 34% of complaints.", ["unsupported_number"], "about 34%"),
+    ("cfpb", "Credit reporting ranks third.", ["wrong_rank"], "ranks third"),
+    ("cfpb", "Credit reporting has low support.", ["wrong_bin"], "low"),
+]
+VOCAB_VALID = [
+    ("amazon", "Dry skin leads under Gaussian noise at ε = 1, released with OpenDP by DP-SPIN."),
+    ("amazon", "Dry skin leads the Top-L plan; each review counts toward at most K = 3 themes."),
+    ("cfpb", "In this CFPB plan, credit reporting leads."),
+]
+VOCAB_INVALID = [
+    ("amazon", "Dry skin leads; reviewers mention Walmart.", ["named_entity"], "Walmart"),
+]
+
+_ISSUE_VALID = (PARTITIVE_VALID + BOUND_VALID + LISTED_VALID + RANK_ENUM_VALID + RESTRICTED_VALID + DENOMINATOR_VALID
+                + SHARED_RANK_VALID + SIMILAR_VALID + RECORD_VALID + AMBIGUOUS_VALID + VOCAB_VALID)
+_ISSUE_INVALID = (PARTITIVE_INVALID + BOUND_INVALID + LISTED_INVALID + RANK_ENUM_INVALID + RESTRICTED_INVALID
+                  + DENOMINATOR_INVALID + SHARED_RANK_INVALID + SIMILAR_INVALID + AMBIGUOUS_INVALID + VOCAB_INVALID)
+
+
+@pytest.mark.parametrize("plan_name,summary", _ISSUE_VALID, ids=_ids(_ISSUE_VALID))
+def test_issue_valid(plan_name, summary):
+    v = verify(summary, plan(plan_name))
+    assert v.accepted, [x.to_dict() for x in v.violations]
+
+
+@pytest.mark.parametrize("plan_name,summary,codes,bad", _ISSUE_INVALID, ids=_ids(_ISSUE_INVALID))
+def test_issue_invalid(plan_name, summary, codes, bad):
+    _check_invalid(plan_name, summary, codes, bad)
+
+
+@pytest.mark.parametrize("plan_name,summary,bad", RECORD_INVALID, ids=_ids(RECORD_INVALID))
+def test_issue_record_invalid(plan_name, summary, bad):
+    _check_invalid(plan_name, summary, ["record_detail"], bad)
+
+
+@pytest.mark.parametrize("plan_name,summary,codes,bad", PARTITIVE_INVALID + BOUND_INVALID,
+                         ids=_ids(PARTITIVE_INVALID + BOUND_INVALID))
+def test_issue_one_violation_only(plan_name, summary, codes, bad):
+    """The right part of a partitive or a bound sentence is never flagged with the wrong one."""
+    v = verify(summary, plan(plan_name))
+    assert len(v.violations) == 1 and v.violations[0].span == bad, [x.to_dict() for x in v.violations]

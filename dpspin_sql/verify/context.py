@@ -55,6 +55,7 @@ class Check:
         self.mentions: list[Mention] = []
         self.consumed: list[tuple[int, int]] = []
         self.rank_spans: list[tuple[int, int]] = []
+        self.rank_counts: list[tuple[int, int, int, int, int]] = []  # rank groups: (start, number start, end, N, end)
         self._chars = list(text)
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None

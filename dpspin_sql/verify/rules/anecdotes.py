@@ -14,7 +14,7 @@ import re
 
 from ..context import Check
 from ..numeric import NUMWORD
-from ..vocab import METHOD, PLAN_NOUNS
+from ..vocab import METHOD, PLAN_NOUNS, is_bound_statement
 from .details import QUOTE_RE
 
 PERSONS = set("""customer consumer reviewer user person client borrower complainant complainer guest diner patient man
@@ -22,12 +22,15 @@ woman individual buyer purchaser shopper homeowner tenant renter cardholder appl
 traveler traveller student parent mother father mom dad wife husband son daughter veteran senior retiree resident
 victim writer poster commenter filer family lady gentleman guy girl boy friend couple""".split())
 RECORDS = set("review complaint record report post comment ticket case submission narrative story rating".split())
+# after "a / an" only the nouns that always name one record ("a report", "a record high", "a case" are other things)
+_PLAIN_RECORDS = set("review complaint post comment ticket submission narrative".split())
 _TWO_WORD_PERSONS = {("account", "holder")}
 _PRONOUNS = {"he", "she", "him", "his", "her", "hers", "himself", "herself"}
 _FIRST = {"my", "mine", "myself", "me"}
 _STRONG = [("one", "particular"), ("one", "such"), ("a", "single"), ("a", "certain"), ("the", "same"),
            ("one",), ("another",), ("this",), ("that",)]
-_RECORD_DETS = [("one", "particular"), ("one", "such"), ("a", "single"), ("a", "certain"), ("one",), ("another",)]
+_RECORD_DETS = [("one", "particular"), ("one", "such"), ("a", "single"), ("a", "certain"), ("one",), ("another",),
+                ("a",), ("an",)]
 _GENERIC = {"typical", "average", "median", "hypothetical", "generic", "any", "every", "each", "ideal", "prospective"}
 _FUNCTION = set("""of in on at to for by from and or but with than that which who whom whose is are was were be been
 have has had do does did not no the a an this these those there it its their they them""".split())
@@ -72,6 +75,24 @@ def _past_in_clause(c: Check, sc: "_Scan", j: int) -> bool:
     k = c.sentence_of(pos)
     ce = next((b for a, b in c.clauses_of(k) if a <= pos < b), c.sents[k][1])
     return any(_past(t) for t, s, _ in sc.toks[j + 1:] if s < ce)
+
+
+_PRESENT = {"is", "are", "counts", "has", "contributes", "appears", "goes", "belongs", "maps", "adds", "gets", "remains",
+            "enters", "falls", "lands", "can", "may", "will", "would", "should", "must"}
+
+
+def _later_present(c: Check, sc: "_Scan", j: int) -> bool:
+    """A present-tense verb later in token j's clause: the past form at j was a participle modifier."""
+    pos = sc.toks[j][2]
+    k = c.sentence_of(pos)
+    ce = next((b for a, b in c.clauses_of(k) if a <= pos < b), c.sents[k][1])
+    return any(t.lower() in _PRESENT for t, s, _ in sc.toks[j + 1:] if s < ce)
+
+
+def _method_sentence(c: Check, pos: int) -> bool:
+    """A sentence about the method ("a review is counted at most once", "a record contributes …")."""
+    ss, se = c.sents[c.sentence_of(pos)]
+    return bool(METHOD.search(c.text[ss:se]) or is_bound_statement(c.masked[ss:se]))
 
 
 def _past(w: str) -> bool:
@@ -201,7 +222,7 @@ def check(c: Check) -> None:
             w = _word(noun_tok)
             two = (w, sc.low(n + 1)) in _TWO_WORD_PERSONS
             is_person = w in PERSONS or two
-            is_record = w in RECORDS and sc.det_at(i, _RECORD_DETS) == d and d
+            is_record = w in RECORDS and sc.det_at(i, _RECORD_DETS) == d and d and (not plain or w in _PLAIN_RECORDS)
             if not (is_person or is_record):
                 continue
             end = n + (1 if two else 0)
@@ -211,12 +232,19 @@ def check(c: Check) -> None:
                 break  # "a customer-service theme", "one customer in ten"
             if w == "couple" and nxt == "of":
                 break  # "a couple of reviewers" is a quantifier
-            if (is_record or strong) and _SOURCE_BEFORE(sc, i):
+            cited = (sc.low(i - 2), sc.low(i - 1)) in (("according", "to"), ("words", "of"))
+            if ((is_record or strong) and not plain and _SOURCE_BEFORE(sc, i)) or (is_record and plain and cited):
                 report(i, end, "points at one record" if is_record else "cites one person")
                 break  # "in one review, …", "according to one reviewer, …"
-            if is_record:
+            if is_record:  # "one review mentioned …", "a complaint described …" (not "a review is assigned …")
                 for p in sc.continuation(end + 1):
-                    if p < len(toks) and (_past(toks[p][0]) or sc.low(p) in _REPORTING):
+                    if p >= len(toks):
+                        break
+                    v = sc.low(p)
+                    told = _past(v) or v in _REPORTING or (v in ("was", "were") and _past(sc.low(p + 1)))
+                    if told and plain and _past(v) and v not in _AUX_PAST and _later_present(c, sc, p):
+                        break  # "a review tagged with dry skin counts once": a participle, not the record's act
+                    if told and not (plain and _method_sentence(c, toks[i][1])):
                         report(i, p, "is an anecdote from one record")
                         break
                 break

@@ -14,6 +14,7 @@ from ..context import Check
 from ..lexicon import Mention
 from ..numeric import HEDGE_APPROX, NUMWORD, number_matches, numbers, parse_words
 from ..plan import mass
+from ..vocab import SHARED_RANK
 
 GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w-]+){0,3}?\s+than\b"
                 r"|\b(?:outnumber(?:s|ed)?|exceed(?:s|ed)?|surpass(?:es|ed)?|outpace(?:s|d)?|outrank(?:s|ed)?"
@@ -23,7 +24,10 @@ LT = re.compile(r"\b(?:less|fewer|lower|smaller)\b(?:\s+[\w-]+){0,3}?\s+than\b"
                 r"|\b(?:trail(?:s|ed|ing)?|lag(?:s|ged|ging)?(?:\s+behind)?|behind)\b", re.I)
 SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+par|roughly\s+equal(?:ly)?|about\s+equal(?:ly)?"
                  r"|nearly\s+equal(?:ly)?|(?:about|roughly|nearly|almost|just)\s+as\s+\w+\s+as|as\s+(?:common|frequent|prevalent|often)\s+as"
-                 r"|neck\s+and\s+neck|tied|level\s+with|close\s+to|in\s+line\s+with|match(?:es)?)\b", re.I)
+                 r"|neck\s+and\s+neck|tied|level\s+with|close\s+to|in\s+line\s+with|match(?:es)?"
+                 r"|close\s+together|(?:(?:are|were|is|was|remain|remains|stay|stays|sit|sits|look|looks|seem|seem|run|runs)\s+)"
+                 r"(?:very\s+|quite\s+|fairly\s+|relatively\s+)?close(?=\s*(?:[,.;:!?)—–]|$|\s+in\s+(?:support|size|mass|"
+                 r"volume|frequency|prevalence|share|count|number|magnitude)\b|\s+(?:to\s+)?(?:each\s+other|one\s+another))))\b", re.I)
 RATIO = re.compile(r"\b(?P<k>twice|double|triple|half|(?:\d+(?:\.\d+)?|" + NUMWORD + r")\s*(?:times|x))"
                    r"\s+(?:as\s+[\w-]+\s+as|more\s+(?:[\w-]+\s+){0,2}?than|the\s+\w+\s+of|that\s+of|as\s+many\s+[\w-]*\s*as|as\s+often\s+as)", re.I)
 GAP = re.compile(r"(?P<q>\b(?:large|wide|big|clear|substantial|sizable|sizeable|significant|notable|considerable|"
@@ -134,10 +138,11 @@ def _ratio_k(m: re.Match) -> float:
 def check(c: Check) -> None:
     txt = c.masked
     found: list[tuple[int, int, str, float, str]] = []
+    shared = [m.span() for m in SHARED_RANK.finditer(txt)]  # "tied for second": one rank claim (rule ranks)
     for rx, op in ((RATIO, "ratio"), (GAP, "gap"), (GT, "gt"), (LT, "lt"), (SIM, "sim")):
         for m in rx.finditer(txt):
             s, e = m.span()
-            if any(s < fe and fs < e for fs, fe, *_ in found):
+            if any(s < fe and fs < e for fs, fe, *_ in found) or (op == "sim" and any(s < b and a < e for a, b in shared)):
                 continue
             if op in ("gt", "lt") and re.match(r"\s*(?:" + HEDGE_APPROX + r")?\s*(?:[\d~]|(?:" + NUMWORD + r")\b)",
                                                txt[e:e + 24], re.I) and not re.match(r"\s*§", txt[e:]):
@@ -145,8 +150,9 @@ def check(c: Check) -> None:
             k = _ratio_k(m) if op == "ratio" else 0.0
             found.append((s, e, op, k, m.group("q") if op == "gap" else ""))
     for s, e, op, k, q in found:
-        if op == "sim" and re.match(r"(?i)close to|match", txt[s:e]) and not re.match(r"\s*§", txt[e:e + 3]):
-            continue
+        if op == "sim" and re.match(r"(?i)close\s+to\b|match", txt[s:e]) and not re.match(r"\s*§", txt[e:e + 3]) \
+                and not re.match(r"(?i)close\s+to\s+(?:each\s+other|one\s+another)", txt[s:s + 30]):
+            continue  # "close to 480" is a hedge; "close to each other" is a similarity claim
         c.consume(s, e)
         left, right = _groups(c, s, e)
         if op == "gap":

@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 
 from ..context import Check
-from ..numeric import FRACTIONS, Num, ORDINALS, numbers
+from ..numeric import FRACTIONS, NUMWORD, Num, ORDINALS, numbers
 from ..text import span_of
-from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
+from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PER_RECORD, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
 
 _W = r"[\w'§-]+"
+ORDW = "|".join(ORDINALS)
 # a modifier inside a counted noun phrase: any word but verbs, function words and other nouns
 _NOT_MOD = re.compile(rf"(?:of|in|on|at|to|for|by|from|and|or|but|with|than|that|which|who|whose|is|are|was|were|be|"
                       rf"been|have|has|had|do|does|did|not|no|mention|mentions|mentioned|appear|appears|appeared|"
@@ -43,14 +44,23 @@ _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOU
 _BOTH = re.compile(r"\b(?P<q>both|all)\b(?=\s+(?:are|were|have|has|had|fall|fell|sit|remain|show|lie|belong|carry|get)\b)", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
 _RANGE_AFTER = re.compile(r"\s+(?:ranked|ranking|in\s+positions?|at\s+ranks?|from\s+rank)\s+#?(?P<a>\d+)\s*(?:to|through|thru|–|-|and)\s*#?(?P<b>\d+)\b", re.I)
-_K_CUE = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
-                    r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
-                    r"assign(?:ed|ment)s?)\b", re.I)
 _BOTH_AB = re.compile(r"\bboth\s+§+\s+and\s+§+", re.I)
 _TOTAL_SUBJECT = re.compile(r"\b(?:plan|release|summary|list|snapshot|report|it|this|dp-spin)\b", re.I)
 _TOTAL_MARK = re.compile(r"\b(?:released|admitted|listed|published|reported)\b", re.I)
 _TOTAL_AFTER = re.compile(r"\s+(?:in\s+total|in\s+all|altogether|overall)\b", re.I)
-_LIST = r"§+(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?§+)*"
+# a listed theme may carry its own values: "A (rank 5)", "A at 12%", "A (about 480)", "A with 9.6% of reviews"
+_VALUE = (rf"(?:(?:about|around|roughly|approximately|nearly|almost|just\s+over|just\s+under|over|under|~|≈)\s*)?"
+          rf"(?:(?:rank(?:ed)?|number|no\.|#)\s*)?(?:\d+(?:[.,]\d+)*(?:st|nd|rd|th)?|(?:{NUMWORD})(?:[\s-](?:{NUMWORD}))*|{ORDW})"
+          rf"(?:\s*(?:%|percent\b|per\s+cent\b))?(?:\s+(?:of\s+)?(?:the\s+|all\s+)?(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)?")
+_ATTACHED = (rf"(?:\s*\([^()§¤\n]*\)|\s+(?:(?:at|with|on|in|ranked|ranking)\s+)?{_VALUE}"
+             rf"|\s*,\s*(?:at|with|ranked|ranking)\s+{_VALUE})")
+_ITEM = rf"§+(?:{_ATTACHED})*"
+_LIST = rf"{_ITEM}(?:(?:\s*,\s*|\s+)(?:and\s+|or\s+|&\s+)?{_ITEM})*"
+_BULLET = re.compile(rf"[ \t]*(?:[-*•–]|\d{{1,2}}[.)])[ \t]+(?:\*\*)?(?P<l>{_LIST})")
+_LIST_STOP = re.compile(r"\b(?:than|ahead|behind|while|whereas|but|although|though|trail\w*|lag\w*|compared|versus|vs|"
+                        r"outside|beyond|except|besides|below|after|unlike)\b", re.I)
+_LIST_MORE = re.compile(rf"\s*,?\s*(?:followed\s+(?:closely\s+)?by|(?:and\s+)?then)\s+(?P<l>{_LIST})", re.I)
+_COLON_EOL = re.compile(rf"(?:\s+{_W}){{0,3}}\s*:\s*$")
 _LIST_EXACT = re.compile(rf"(?:\s*[:—–(]\s*|\s+-\s+|\s*,?\s*namely\s+|\s+(?:are|were)\s+|(?:\s+{_W}){{1,3}}\s*:\s*)(?P<l>{_LIST})", re.I)
 _LIST_COMMA = re.compile(rf"\s*,\s*(?P<l>{_LIST})(?=\s*(?:,|\)|—|–|[.;!?]|$))")
 _LIST_SOME = re.compile(rf"\s*,?\s*(?:including|include|includes|included|such\s+as|e\.g\.,?|among\s+them|like)\s+(?P<l>{_LIST})", re.I)
@@ -293,17 +303,52 @@ def _all_bins(c: Check) -> set:
     return {str(a.get("bin", "")).lower() for a in c.plan["atoms"]} | set(c.plan.get("bins") or {}) | {"low"}
 
 
-def _listed(c: Check, ct: _Count) -> tuple[int, bool, list[frozenset]] | None:
-    """Themes listed right after the counted phrase: (number, exact?, members)."""
+def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool, list[frozenset], set[int]] | None:
+    """Themes listed right after the counted phrase: (number, exact?, members, numbers a count may equal).
+
+    "The top three themes are A and B, followed by C" may count the continuation too: the
+    count may equal the list or the list with its continuation.
+    """
     txt = c.masked
     se = c.sents[c.sentence_of(ct.start)][1]
-    rest = txt[ct.end:se]
+    end = ct.end
+    if np_end and np_end > end:  # "two themes of moderate support, A and B": the bin phrase is in the noun phrase
+        end = np_end + (re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:]).end())
+    rest = txt[end:se]
     for rx, exact in ((_LIST_SOME, False), (_LIST_EXACT, True), (_LIST_COMMA, True)):
         m = rx.match(rest)
         if m:
-            a, b = ct.end + m.start("l"), ct.end + m.end("l")
+            a, b = end + m.start("l"), end + m.end("l")
             members = _members_named(c, a, b)
-            return len(members), exact, members
+            ok = {len(members)}
+            more = _LIST_MORE.match(txt, b, se)
+            if more:
+                ok.add(len(members) + len([x for x in _members_named(c, more.start("l"), more.end("l")) if x not in members]))
+            # an item the list grammar cannot read ("dry skin, long-lasting wear and strong smell") must not shorten
+            # the enumeration: the themes named from the list to the end of the sentence (or a comparison) count too
+            stop = _LIST_STOP.search(txt, b, se)
+            ok.add(len(_members_named(c, a, stop.start() if stop else se)))
+            return len(members), exact, members, ok
+    if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
+        members: list[frozenset] = []
+        pos = txt.find("\n", ct.end)
+        while pos >= 0:
+            end = txt.find("\n", pos + 1)
+            line = txt[pos + 1:end if end >= 0 else len(txt)]
+            if not line.strip():
+                if members:
+                    break
+                pos = end
+                continue
+            m = _BULLET.match(line)
+            if not m:
+                break
+            for x in _members_named(c, pos + 1 + m.start("l"), pos + 1 + m.end("l")):
+                if x not in members:
+                    members.append(x)
+            pos = end
+        if members:
+            return len(members), True, members, {len(members)}
     return None
 
 
@@ -313,6 +358,22 @@ def _is_dictionary(c: Check, ct: _Count) -> bool:
     return bool(_DICT.search(ct.mods) or re.search(r"\b(?:dictionary|universe|vocabulary|taxonomy)\s+of\s+$", before, re.I)
                 or re.match(r"\s+(?:in\s+(?:the\s+|its\s+|a\s+)?(?:public\s+)?)?(?:dictionary|universe|vocabulary|taxonomy)\b",
                             c.masked[ct.end:], re.I))
+
+
+# "seven themes were admitted", "ten of the 50 candidate themes made it into the plan": the count's own predicate
+# is admission to the plan, optionally followed by a phrase about the release that names no theme
+_ADMIT_VERB = re.compile(r"\s+(?:(?:were|was|are|is|have\s+been|has\s+been|got|get|are\s+all|were\s+all)\s+)?"
+                         r"(?:admitted|released|selected|retained|kept|published|included)\b"
+                         r"|\s+(?:made(?:\s+it)?(?:\s+(?:into|onto|to))?|(?:are|were|is|was|appear|appeared|sit|remain)\s+(?:in|on))"
+                         r"\s+(?:the\s+)?(?:final\s+|released\s+|published\s+)?(?:plan|release|top[\s-]*l|cut)\b", re.I)
+_ADMIT_TAIL = re.compile(rf"\s*$|\s+(?:to|in|into|from|by|for|out\s+of|at|under|with|over|among|across|in\s+total|"
+                         rf"in\s+all|altogether|overall)\b(?![^§¤]*§)(?!.*\b(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)", re.I)
+
+
+def _admitted_predicate(c: Check, np_end: int, clause_end: int) -> bool:
+    """Is the counted noun phrase's predicate admission to the plan (rule *total*)?"""
+    m = _ADMIT_VERB.match(c.masked, np_end, clause_end)
+    return bool(m and _ADMIT_TAIL.match(c.masked[m.end():clause_end].rstrip(".!?; ")))
 
 
 def _fail(c: Check, ct: _Count, why: str) -> None:
@@ -338,12 +399,12 @@ def _judge(c: Check, ct: _Count) -> None:
         if not any(count_ok(h, n, v) for v in _bin_levels(c)):
             _fail(c, ct, f"is not the number of support bins ({'/'.join(map(str, sorted(_bin_levels(c))))})")
         return
-    if ct.noun and _K_CUE.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]) \
+    if ct.noun and PER_RECORD.search(txt[span_of(c.clauses_of(k), ct.start, c.sents[k])[0]:ct.start]) \
             and isinstance(c.plan.get("K"), (int, float)):  # "each review counts toward at most 3 themes": K
         if n != int(c.plan["K"]):  # "at most" / "up to" belong to the bound's definition
             _fail(c, ct, f"is not the public bound K = {c.plan['K']:g} on themes per record")
         return
-    if ct.noun and _is_dictionary(c, ct):
+    if ct.noun and ct.of_m is None and _is_dictionary(c, ct):  # in "N of the M dictionary themes" the qualifier is M's
         if not any(count_ok(h, n, v) for v in _dict_sizes(c)):
             _fail(c, ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
         return
@@ -351,6 +412,7 @@ def _judge(c: Check, ct: _Count) -> None:
     if pred:
         c.consume(pred[1], pred[2])
     group_members: list[frozenset] | None = None
+    group_size = 0
     category = _category(c, ct) if ct.of_m is None else None
     if category is not None:  # "three credit reporting themes", "two credit card themes have low support"
         limit = len(category) - (1 if ct.det == "other" else 0)
@@ -368,11 +430,13 @@ def _judge(c: Check, ct: _Count) -> None:
             c.groups.setdefault(k, category)
         return
     if ct.of_m is not None:  # "N of the M …": M names the group
-        group_members = _resolve_group(c, ct.of_m, pred)
-        if group_members is None:
+        resolved = _resolve_group(c, ct.of_m, pred)
+        if resolved is None:
             return
+        group_members, group_size = resolved
     elif ct.of_group:
         group_members = _groups(c, k, ct.start)[0]
+        group_size = len(group_members)
         if not count_ok(h if h not in _EXACT else "at least", n, len(group_members)):
             _fail(c, ct, f"is more than the {len(group_members)} themes it is taken from")
             return
@@ -384,9 +448,17 @@ def _judge(c: Check, ct: _Count) -> None:
     if ct.det == "group" and ct.of_m is None and not ct.of_group:
         _judge_group(c, ct, h, pred)
         return
-    listed = _listed(c, ct)
-    if pred and not pred[3] and listed and listed[2]:
+    listed = _listed(c, ct, pred[2] if pred and pred[3] else None)
+    if pred and listed and listed[2]:
         _check_members(c, listed[2], pred)
+    cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
+    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
+                 or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
+    if pred and pred[3] and listed and listed[1] and not total and group_members is None:
+        # "two themes of moderate support, A and B, follow": the enumeration restricts the count
+        if not any(count_ok(h, n, v) for v in listed[3]):
+            _fail(c, ct, f"does not match the {listed[0]} themes listed")
+        return
     if pred:
         want = _n_bin(c, pred[0], group_members)
         if not count_ok(h, n, want):
@@ -394,16 +466,18 @@ def _judge(c: Check, ct: _Count) -> None:
             _fail(c, ct, f'is not the number of themes{where} in the "{"/".join(sorted(pred[0]))}" bin ({want})')
         return
     if listed:
-        got, exact, _ = listed
-        if (exact and not count_ok(h, n, got)) or (not exact and got > n):
+        got, exact, _, ok = listed
+        if (exact and not any(count_ok(h, n, v) for v in ok)) or (not exact and got > n):
             _fail(c, ct, f"does not match the {got} themes listed")
         return
     if group_members is not None:
-        if not count_ok(h if h not in _EXACT else "at least", n, len(group_members)):
-            _fail(c, ct, f"is more than the {len(group_members)} themes of the group")
+        if total:  # "seven of the 24 dictionary themes were admitted": the group's admitted members
+            if not count_ok(h, n, len(group_members)):
+                _fail(c, ct, f"is not the number of admitted themes of that group ({len(group_members)})")
+        elif not count_ok(h if h not in _EXACT else "at least", n, group_size):
+            _fail(c, ct, f"is more than the {group_size} themes of the group")
         return
-    cs, _ = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    if _TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods) or _TOTAL_AFTER.match(txt[ct.end:]):
+    if total:
         if not any(count_ok(h, n, v) for v in _plan_sizes(c)):
             _fail(c, ct, f"is not the number of themes in the plan ({c.n})")
         return
@@ -412,8 +486,13 @@ def _judge(c: Check, ct: _Count) -> None:
         _fail(c, ct, f"is more themes than the plan has ({c.n})")
 
 
-def _resolve_group(c: Check, m_ct: _Count, pred) -> list[frozenset] | None:
-    """The group an M of "N of the M" names; reports and returns None when M fits none."""
+def _resolve_group(c: Check, m_ct: _Count, pred) -> tuple[list[frozenset], int] | None:
+    """The group an M of "N of the M" names: (its admitted members, its size M).
+
+    The qualifiers of the noun phrase are M's ("of the 24 dictionary themes": the group is
+    the dictionary, size D, whose admitted members are the plan). Reports and returns None
+    when M fits no group.
+    """
     c.consume(m_ct.num.start, m_ct.num.end)
     k = c.sentence_of(m_ct.start)
     inner = _predicate(c, m_ct) if m_ct.noun else None
@@ -423,16 +502,17 @@ def _resolve_group(c: Check, m_ct: _Count, pred) -> list[frozenset] | None:
         if len(members) != m_ct.n:
             _fail(c, m_ct, f'is not the number of themes in the "{"/".join(sorted(inner[0]))}" bin ({len(members)})')
             return None
-        return members
-    if m_ct.noun and _DICT.search(m_ct.mods):
+        return members, len(members)
+    if m_ct.noun and _is_dictionary(c, m_ct):
         if m_ct.n not in _dict_sizes(c):
-            _fail(c, m_ct, "is not the dictionary size")
-        return None
+            _fail(c, m_ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
+            return None
+        return [frozenset({x}) for x in c.lex.atoms], m_ct.n
     for g in _groups(c, k, m_ct.start):
         if len(g) == m_ct.n:
-            return g
+            return g, len(g)
     if m_ct.n in _plan_sizes(c):
-        return [frozenset({x}) for x in c.lex.atoms]
+        return [frozenset({x}) for x in c.lex.atoms], m_ct.n
     _fail(c, m_ct, f"is not the number of themes in the plan ({c.n}) nor of a group named before")
     return None
 
@@ -475,8 +555,8 @@ def _quantifiers(c: Check) -> None:
     txt = c.masked
     for m in _QUANT.finditer(txt):
         s, e = m.span()
-        if c.overlaps(s, e, c.rank_spans + c.consumed) or not _mods_ok(m.group("mods")):
-            continue
+        if c.overlaps(s, e, c.rank_spans + c.consumed) or not _mods_ok(re.sub(r"^\d[\d,]*\s+", "", m.group("mods"))):
+            continue  # a leading number names the group ("half of the 10 themes")
         q = re.sub(r"\s+", " ", m.group("q").lower())
         q = re.sub(r" of$", "", q)
         c.consume(s, e)
@@ -484,20 +564,22 @@ def _quantifiers(c: Check) -> None:
         ct = _Count(num, 0, s, e, m.group("noun"), m.group("mods"))
         k = c.sentence_of(s)
         plan = [frozenset({x}) for x in c.lex.atoms]
+        size = len(plan)
         inner = [n for n in numbers(txt[m.start("mods"):m.end("mods")], include_one=True) if _value(n) is not None]
         if inner:  # "half of the ten themes": the ten names the group
             n0 = inner[0]
             n0.start += m.start("mods")
             n0.end += m.start("mods")
-            plan = _resolve_group(c, _Count(n0, int(n0.value), n0.start, e, m.group("noun"), ""), None)
-            if plan is None:
+            resolved = _resolve_group(c, _Count(n0, int(n0.value), n0.start, e, m.group("noun"),
+                                                txt[n0.end:m.end("mods")]), None)
+            if resolved is None:
                 continue
+            plan, size = resolved
         pred = _predicate(c, ct)
         if not pred:
             continue
         c.consume(pred[1], pred[2])
         nb = _n_bin(c, pred[0], plan)
-        size = len(plan)
         if q in ("all", "every", "each", "both"):
             group = plan
             if not inner and (re.search(r"\b(?:these|those)\b", m.group(0), re.I) or q == "both"):
@@ -619,7 +701,32 @@ def _discourse_counts(c: Check) -> None:
             c.add("unsupported_number", num.start, num.end, f'"{num.text}" does not match the {len(parts)} items listed after it')
 
 
+def _rank_group_lists(c: Check) -> None:
+    """'The five most common themes are A, B, C and D': a rank group's count that introduces (or
+    follows) an enumeration must equal the number of themes enumerated (the ranks are checked by *Ranks*)."""
+    txt = c.masked
+    for s, ns, ne, n, e in c.rank_counts:
+        k = c.sentence_of(s)
+        np = re.match(rf"[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b", txt[e:c.sents[k][1]], re.I)
+        end = e + (np.end() if np else 0)
+        num = Num(ns, ne, txt[ns:ne], n, 1, "", "words", False, False)
+        listed = _listed(c, _Count(num, n, ns, end))
+        before = re.fullmatch(rf"\s*(?:(?:[-*•]|\d{{1,2}}[.)])\s+)?(?:both\s+)?(?P<l>{_LIST})\s+(?:are|were|remain|form|make\s+up)"
+                              rf"\s+(?:the\s+)?", txt[c.sents[k][0]:s], re.I)  # the whole subject is the list
+        if listed:
+            got, exact, _, ok = listed
+            bad = n not in ok if exact else got > n
+        elif before:
+            got = len(_members_named(c, c.sents[k][0] + before.start("l"), c.sents[k][0] + before.end("l")))
+            bad = got != n
+        else:
+            continue
+        if bad:
+            c.add("unsupported_number", ns, ne, f'"{num.text}" does not match the {got} themes listed')
+
+
 def check(c: Check) -> None:
+    _rank_group_lists(c)
     _discourse_counts(c)
     counts = _recognise(c)
     inner = {id(ct.of_m) for ct in counts if ct.of_m is not None}

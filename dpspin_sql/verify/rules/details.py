@@ -10,6 +10,7 @@ import re
 
 from ..context import Check
 from ..text import content, sentence_start, word_tokens
+from ..vocab import PUBLIC_VOCABULARY
 
 _MONTHS = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
            r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
@@ -33,12 +34,8 @@ PATTERNS = [
     ("named_entity", "a named person", re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Sir|Madam)\.?\s+[A-Z][a-z]+")),
 ]
 QUOTE_RE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|‘([^’]+)’|(?<![\w])'([^']{3,}?)'(?![\w])")
-_PUBLIC_CAPS = {
-    "i", "dp", "dp-spin", "spin", "cfpb", "gaussian", "laplace", "opendp", "zcdp", "ε", "δ", "epsilon", "delta",
-    "note", "summary", "plan", "theme", "themes", "rank", "high", "moderate", "low", "support", "product",
-    "issue", "sub-issue", "sub", "overall", "top", "atom", "atoms", "privacy", "differential", "differentially",
-    "private", "json", "ok", "l", "k", "m", "b", "english", "ai", "llm", "pii", "id", "ci",
-}
+# public vocabulary: the listed words, and any word whose normalised tokens are all tokens of listed words
+_PUBLIC_CAPS = {w.lower() for w in PUBLIC_VOCABULARY} | {t for w in PUBLIC_VOCABULARY for t in word_tokens(w)}
 
 
 def check(c: Check) -> None:

@@ -10,7 +10,8 @@ import re
 
 from ..context import Check
 from ..numeric import ORDINALS, TENS, UNITS, ord_value, parse_words
-from ..vocab import ORD, PLAN_NOUNS, RANK1, RANK_ADJ, RANKLAST
+from ..plan import mass
+from ..vocab import ORD, PLAN_NOUNS, RANK1, RANK_ADJ, RANKLAST, SHARED_RANK
 from .bins import bin_predicates
 
 _COUNTW = "|".join(list(UNITS)[2:] + list(TENS))
@@ -18,8 +19,9 @@ _POS = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + "|" + "|".join(list(UNI
 _GROUP_END = rf"(?=[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b|\s*[,.;:)—–]|\s*$|\s+(?:are|were|is|was|have|has|all|both|each|together)\b)"
 # "beyond the top three": the mentions are outside the group
 _EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\s+from|other\s+than|except(?:\s+for)?|"
-                      r"excluding|not\s+(?:in|among)|behind)\s+(?:the\s+)?$", re.I)
+                      r"excluding|not\s+(?:in|among)|behind|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
 PATTERNS = [
+    (SHARED_RANK, "shared"),
     (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
                 rf"(?:to|through|thru|–|-|and)\s*#?\s*(?P<b>{_POS})\b", re.I), "range"),
     (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:most\s+{RANK_ADJ}|largest|biggest|highest|greatest|leading|"
@@ -60,14 +62,60 @@ def _ranks(c: Check, men) -> list[int]:
     return [int(c.atom(x).get("rank", 0)) for x in men.atoms]
 
 
+def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
+    """'A and B are tied for second place': the themes' released masses lie within the margin of
+    each other and the claimed rank is the best (smallest) of their ranks."""
+    gd = m.groupdict()
+    want = (1 if gd.get("stop") else c.max_rank if gd.get("slast") else
+            int(gd["snum"]) if gd.get("snum") else ord_value(gd["sord"]))
+    k = c.sentence_of(s)
+    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    named: list = []
+    for men in c.in_range(cs, ce) or c.attach(s, e):
+        if all(men.atoms != x.atoms for x in named):
+            named.append(men)
+    if not named:
+        return
+    readings = [[]]
+    for men in named[:6]:
+        readings = [r + [x] for r in readings for x in sorted(men.atoms)][:64]
+    best = None
+    for r in readings:
+        others = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
+        for o in others:  # one theme named: "A is tied for second" needs a partner within the margin
+            group = r + ([o] if o is not None else [])
+            masses = [mass(c.atom(x)) for x in group]
+            ranks = [int(c.atom(x).get("rank", 0)) for x in group]
+            # "tied for last" shares the bottom place; any other rank is the best of the tied ranks
+            rank_ok = max(ranks) == c.max_rank if gd.get("slast") else min(ranks) == want
+            close = len(group) > 1 and max(masses) - min(masses) < c.margin
+            if rank_ok and close:
+                return
+            score = (rank_ok, close)
+            if best is None or score > best[0]:
+                best = (score, group, ranks, masses)
+    (rank_ok, close), group, ranks, masses = best
+    names = " and ".join(f'"{c.lex.label_of[x]}"' for x in group)
+    if not rank_ok:
+        c.add("wrong_rank", s, e, f"{names} have released ranks {', '.join(map(str, ranks))}, so they cannot share "
+              + ("the last place" if gd.get("slast") else f"rank {want}"))
+    if not close:
+        c.add("unsupported_comparison", named[0].start, max(e, named[-1].end),
+              f"{names} differ by at least the comparison margin ({c.margin:g}), so they are not tied")
+
+
 def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     gd = m.groupdict()
+    if kind == "shared":
+        _shared(c, m, s, e)
+        return
     if kind == "range":
         _range(c, _pos(gd["a"]), _pos(gd["b"]), s, e)
         return
     if kind in ("topn", "bottomn"):
         n = _pos(gd["k"])
         word = "top" if kind == "topn" else "bottom"
+        c.rank_counts.append((s, m.start("k"), m.end("k"), n, e))  # a count of ranks too (Counts: enumerations)
         if n > c.max_rank:
             c.add("wrong_rank", s, e, f'the plan ranks only {c.max_rank} themes, so there is no {word} {n}')
             return
