@@ -49,14 +49,14 @@ def release(db: Path = DB,
     con = store.connect(db)
     outputs = Outputs(store=db, force=force)
     plan = run_release(con, request, out=out_path, outputs=outputs, dataset=dataset)
+    said = defaults_line(request)
+    if said:                      # privacy-relevant: said on stderr even with --quiet
+        err.print(said, markup=False)
     if quiet:
         out.print(str(out_path))
         return
     from dpspin_sql.report import plan_table
 
-    said = defaults_line(request)
-    if said:
-        err.print(said)
     out.print(plan_table(plan))
     out.print(budget_line(con, dataset))
     out.print(f"plan written to {out_path}")
