@@ -117,7 +117,12 @@ def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str 
 def _read_ledger(data: CardData, db: Path) -> None:
     from dpspin_sql import ledger, store
 
+    import duckdb
+
+    from dpspin_sql.ledger import Finding
+
     con = store.connect(db, read_only=True)
+    data.store_path = str(db)
     try:
         release_id = data.plan.get("release_id")
         datasets = [r[0] for r in con.execute("SELECT dataset FROM budget ORDER BY dataset").fetchall()]
@@ -127,13 +132,16 @@ def _read_ledger(data: CardData, db: Path) -> None:
                                            statuses[0] if statuses else None)
         data.budget = chosen
         data.ledger_findings = ledger.verify(con)
+    except duckdb.Error as exc:   # an old or damaged store: say so on the card rather than fail
+        data.ledger_findings = [Finding(None, None, f"the ledger could not be read ({type(exc).__name__})")]
     finally:
         con.close()
-    data.store_path = str(db)
     if data.ledger_findings:
         data.notes.append(f"the ledger does not verify: {data.ledger_findings[0].line()}")
     row = _this_row(data)
-    if row is None:
+    if not data.plan.get("release_id"):
+        data.notes.append("the plan names no release id, so its ledger row cannot be found")
+    elif row is None:
         data.notes.append(f"release {data.plan.get('release_id')} is not in this store's ledger")
     elif data.plan.get("ledger_chain") and row.get("chain") != data.plan.get("ledger_chain"):
         data.notes.append("the plan's ledger_chain is not the chain hash of its ledger row")
@@ -173,6 +181,11 @@ def _file(path: str | None) -> str:
     if not path:
         return ""
     return f'<code title="{e(path)}">{e(Path(path).name)}</code>'
+
+
+def _confidence(plan: dict) -> float | None:
+    c = plan.get("interval_confidence")
+    return float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c < 1 else None
 
 
 def _badge(ok: bool | None, text: str) -> str:
@@ -217,7 +230,7 @@ def chart_svg(plan: dict) -> str:
     def x(v: float) -> float:
         return label_w + (v - lo) / (hi - lo) * plot_w
 
-    conf = plan.get("interval_confidence")
+    conf = _confidence(plan)
     parts = [f'<svg id="mass-chart" viewBox="0 0 {width} {height}" '
              f'width="{width}" height="{height}" role="img" aria-labelledby="chart-title chart-desc">',
              f'<title id="chart-title">Noisy masses of the {len(atoms)} admitted atoms</title>',
@@ -282,7 +295,7 @@ def chart_svg(plan: dict) -> str:
 def _plan_table(plan: dict) -> str:
     atoms = plan["atoms"]
     support = any(a.get("support") is not None for a in atoms)
-    conf = plan.get("interval_confidence")
+    conf = _confidence(plan)
     head = ["rank", "label", "description", "noisy mass", f"{conf * 100:g}% interval" if conf else "interval"]
     if support:
         head += ["support", "support interval"]
@@ -342,7 +355,7 @@ def _parameters(plan: dict, dictionary_note: str) -> str:
     if plan.get("interval_half_width") is not None:
         family = plan.get("L") if mech == "private_topL" else plan.get("m")
         pairs.append(("accuracy intervals", f"noisy mass ± {_g(plan['interval_half_width'])}, "
-                                            f"{_g((plan.get('interval_confidence') or 0) * 100)}% family-wise "
+                                            f"{_g((_confidence(plan) or 0) * 100)}% family-wise "
                                             f"(Bonferroni over {_g(family)})"))
     if mech == "private_topL":
         pairs.append(("selection", f"fraction {_g(details.get('selection_fraction'))} of ε: "

@@ -55,11 +55,10 @@ def budget_table(st: BudgetStatus) -> Table:
     table = Table(title=f"budget · dataset {st.dataset!r} · total ε={st.epsilon_total:g}, δ={st.delta_total:g}",
                   caption=f"spent ε={st.epsilon_spent:.6g}, δ={st.delta_spent:.3g} · "
                           f"remaining ε={st.epsilon_remaining:.6g}, δ={st.delta_remaining:.3g}")
-    for col in ("release", "when (UTC)", "mechanism", "ε", "δ", "unit", "L", "chain", "plan"):
+    for col in ("release", "when (UTC)", "mechanism", "ε", "δ", "unit", "L", "plan"):
         table.add_column(col)
     for r in st.releases:
         p = r["params"]
         table.add_row(r["release_id"], r["created_at"], r["mechanism"], f"{r['epsilon']:.6g}", f"{r['delta']:.3g}",
-                      str(p.get("unit", "")), str(p.get("L", "")), str(r.get("chain") or "")[:15] + "…",
-                      str(r["plan_path"] or ""))
+                      str(p.get("unit", "")), str(p.get("L", "")), str(r["plan_path"] or ""))
     return table

@@ -200,3 +200,21 @@ def test_docs_screenshot_is_kept():
     rewrites it with DPSPIN_UPDATE_CARD_SCREENSHOT=1)."""
     head = (Path(__file__).resolve().parents[1] / "docs" / "card.png").read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24])[0] >= 1000
+
+
+def test_card_of_a_plan_without_intervals(rel, tmp_path, capsys):
+    """A schema-1 plan (no interval fields, no notes) and odd metadata still make a card."""
+    plan = dict(rel["plan_dict"], schema_version="1", interval_confidence="ninety-five")
+    for key in ("interval_half_width", "notes", "bin_rule", "ledger_chain"):
+        plan.pop(key)
+    plan["atoms"] = [{k: v for k, v in a.items() if k not in ("interval", "support_interval")} for a in plan["atoms"]]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(plan))
+    shutil.copy(rel["plan"].with_name("plan.dictionary.json"), tmp_path / "old.dictionary.json")
+    out = tmp_path / "card.html"
+    rc, _, err = cli(capsys, "card", path, "--out", out, "--db", rel["db"])
+    assert rc == 0, err
+    page = Page(out.read_text(encoding="utf-8"))
+    assert len(page.plan_rows) == 6 and all(row[4] == "–" for row in page.plan_rows)
+    assert page.count("rect", "bar") == 6 and page.count("g", "errorbar") == 0
+    assert "accuracy intervals" not in page.by_id["parameters"]
