@@ -130,6 +130,7 @@ def test_probe_figure_axes():
 
 
 def test_plots_module_imports_matplotlib_lazily():
-    code = "import sys, dpspin_sql.experiment.plots, dpspin_sql.cli; print('matplotlib' in sys.modules)"
+    code = ("import sys, dpspin_sql.experiment.plots, dpspin_sql.cli, dpspin_sql.card, dpspin_sql.cli.card; "
+            "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
