@@ -9,6 +9,7 @@ is returned.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -64,17 +65,70 @@ def _atom_sentence(a: dict) -> str:
     return f"Rank {int(a['rank'])}: {a['label']} — " + ", ".join(parts) + "."
 
 
+def _half_width(a: dict, v: dict) -> float | None:
+    """The atom's released interval half-width: (high − low)/2 of its own interval, else
+    the plan's interval_half_width; None when the plan releases no interval."""
+    iv = a.get("interval")
+    if isinstance(iv, (list, tuple)) and len(iv) == 2:
+        return (float(iv[1]) - float(iv[0])) / 2
+    h = v.get("interval_half_width")
+    return float(h) if isinstance(h, (int, float)) and not isinstance(h, bool) else None
+
+
+def _template_atom_sentence(a: dict, v: dict, intervals: bool) -> str:
+    """One line per atom: its bin, support and released mass, with the released interval
+    half-width as "released mass 95.3 (±4.1)" when the plan has intervals."""
+    shown = float(a.get("display_mass", max(_mass(a), 0.0))) + 0.0   # never "-0.0"
+    parts = [f"{a.get('bin', 'low')} support"]
+    if a.get("support") is not None:
+        parts.append(f"{_fmt(float(a['support']) * 100)}% of records")
+    h = _half_width(a, v) if intervals else None
+    parts.append(f"released mass {_fmt(shown)}" + (f" (±{_fmt(h)})" if h is not None else ""))
+    return f"Rank {int(a['rank'])}: {a['label']} — " + ", ".join(parts) + "."
+
+
+def _confidence_sentence(v: dict) -> str | None:
+    conf = v.get("interval_confidence")
+    if not isinstance(conf, (int, float)) or isinstance(conf, bool):
+        return None
+    return (f"Each ± is a {float(conf) * 100:g}% accuracy interval; the intervals hold together with "
+            f"{float(conf) * 100:g}% confidence.")
+
+
+@functools.lru_cache(maxsize=1)
+def _verifier_reads_intervals() -> bool:
+    """Whether the public verifier accepts the template's interval wording: checked once on
+    a fixed public example (no plan involved). While it does not, the template leaves the
+    intervals out, so the fallback stays accepted."""
+    probe = {"L": 1, "m": 1, "comparison_margin": 1.0, "interval_confidence": 0.95, "interval_half_width": 2.5,
+             "atoms": [{"atom_id": 0, "rank": 1, "label": "alpha theme", "description": "", "noisy_mass": 10.0,
+                        "display_mass": 10.0, "bin": "high", "interval": [7.5, 12.5]}]}
+    text = "\n".join([_template_atom_sentence(probe["atoms"][0], probe, True), _confidence_sentence(probe)])
+    try:
+        return verify(text, probe).accepted
+    except Exception:
+        return False
+
+
 def template_summary(plan: Any) -> str:
-    """Deterministic plan-to-text map; the fallback, always accepted by the verifier."""
+    """Deterministic plan-to-text map; the fallback, always accepted by the verifier.
+
+    Numbers are the released values rounded to one decimal; with accuracy intervals in the
+    plan each mass carries its interval half-width ("released mass 95.3 (±4.1)") and one
+    sentence states the intervals' confidence."""
     v = public_view(plan)
     atoms = v["atoms"]
     if not atoms:
         return "The released plan admits no themes, so there is nothing to summarize."
+    intervals = (any(_half_width(a, v) is not None for a in atoms) and _confidence_sentence(v) is not None
+                 and _verifier_reads_intervals())
     eps = v.get("epsilon")
     head = f"This differentially private plan lists {len(atoms)} themes"
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
     lines = [head, f"The most common theme is {atoms[0]['label']}."]
-    lines += [_atom_sentence(a) for a in atoms]
+    lines += [_template_atom_sentence(a, v, intervals) for a in atoms]
+    if intervals:
+        lines.append(_confidence_sentence(v))
     margin = v["comparison_margin"]
     shown = 0
     for a, b in zip(atoms, atoms[1:]):

@@ -5,7 +5,8 @@ release's noise still comes from OpenDP). A few hundred users, a heavy tail of u
 many tickets, a public taxonomy of 30 atoms. Users are split into an auxiliary and a
 target side, a scorer is fitted on the auxiliary side, and a user-level Gaussian plan is
 released, verbalized by the template decoder, checked by the verifier and printed with
-the budget left.
+the budget left. It ends by writing a release card (`dpspin card`): beside the store when
+one is given, else in a new temporary directory that is kept, and says where.
 """
 from __future__ import annotations
 
@@ -76,8 +77,10 @@ def corpus_relation(con, seed: int = 7, n_users: int = 400, *, name: str = "synt
     return con.table(name)
 
 
-def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0):
-    """Build the demo store, release a user-level plan, print it; returns the plan."""
+def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0,
+        card: Path | None = None):
+    """Build the demo store, release a user-level plan, print it, write its release card
+    (to `card`, default: beside the store, or a kept temporary directory); returns the plan."""
     from dpspin_sql import assign, atoms, ledger, split, store
     from dpspin_sql.release import release
     from dpspin_sql.report import plan_table
@@ -108,8 +111,9 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
                       f"({report.n_unassigned} matched no atom)")
         request = ReleaseRequest(mechanism="gaussian", epsilon=epsilon, delta=1e-6, unit="user", B=1.0, K=3, L=10)
         out = Path(db).with_name("private_plan.json")
-        for stale in (out, out.with_name("private_plan.dictionary.json")):
-            stale.unlink(missing_ok=True)   # the demo's own previous plan
+        summary_path, attempts_path = out.with_name("summary.txt"), out.with_name("verifier_attempts.json")
+        for stale in (out, out.with_name("private_plan.dictionary.json"), summary_path, attempts_path):
+            stale.unlink(missing_ok=True)   # the demo's own previous outputs
         plan = release(con, request, out=out)
         console.print(plan_table(plan))
         from dpspin_sql.decode import summarize
@@ -118,13 +122,31 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
                             dictionary=[{"atom_id": a.atom_id, "label": a.label} for a in atoms.current_atoms(con)])
         verdict = "accepted by the verifier" if summary.accepted else "REJECTED by the verifier"
         console.print(f"[bold]summary[/bold] ({verdict}):", summary.text, sep="\n", highlight=False)
+        from dpspin_sql.decode import write_summary
+
+        write_summary(summary, summary_path, attempts_path)
         st = ledger.status(con)
         console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {epsilon_total:g}, "
                       f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
         if tmp is None:
             console.print(f"store {db}; plan {out}")
         con.close()
+        card_path = _write_card(db, out, summary_path, attempts_path, card, keep_beside=tmp is None)
+        console.print(f"release card (open it in a browser): {card_path}", highlight=False)
         return plan
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _write_card(db: Path, plan_path: Path, summary_path: Path, attempts_path: Path, card: Path | None,
+                keep_beside: bool) -> Path:
+    """The demo release's card, with the ledger history, the summary and its attempts."""
+    from dpspin_sql.card import gather, write_card
+    from dpspin_sql.outputs import Outputs
+
+    if card is None:
+        card = (Path(db).with_name("release_card.html") if keep_beside
+                else Path(tempfile.mkdtemp(prefix="dpspin-demo-card-")) / "release_card.html")
+    Outputs(inputs=[plan_path, summary_path, attempts_path], store=db).add(card, "--card")
+    return write_card(gather(plan_path, db=db, summary=summary_path, attempts=attempts_path), card)

@@ -111,14 +111,14 @@ def release(db: Path = DB,
 
 
 def _report(con, plan, request, out_path: Path, dataset: str, quiet: bool) -> None:
+    said = defaults_line(request) if request is not None else None
+    if said:                      # privacy-relevant: said on stderr even with --quiet
+        err.print(said, markup=False)
     if quiet:
         out.print(str(out_path))
         return
     from dpspin_sql.report import plan_table
 
-    said = defaults_line(request) if request is not None else None
-    if said:
-        err.print(said)
     out.print(plan_table(plan))
     out.print(budget_line(con, dataset))
     out.print(f"plan written to {out_path}")

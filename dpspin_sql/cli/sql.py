@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from dpspin_sql import ledger
-from dpspin_sql.cli.common import budget_line, defaults_line, err, out
+from dpspin_sql.cli.common import SQL_SETTINGS, budget_line, defaults_line, err, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer()
@@ -56,16 +56,16 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
                            dataset=dataset, outputs=outputs)
+    from dpspin_sql.sql import audit_statement
+
+    said = defaults_line(audit_statement(text).request, SQL_SETTINGS)
+    if said:                      # privacy-relevant: said on stderr even with --quiet
+        err.print(said, markup=False)
     if quiet:
         typer.echo(str(out_path))
         return
     from dpspin_sql.report import plan_table
 
-    from dpspin_sql.sql.audit import audit_statement
-
-    said = defaults_line(audit_statement(text).request)
-    if said:
-        err.print(said)
     out.print(plan_table(plan))
     out.print(budget_line(con, dataset))
     out.print(f"plan written to {out_path}")
