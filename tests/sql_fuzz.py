@@ -64,12 +64,12 @@ def variants() -> list[dict]:
 
 def build_base(path: Path, n_users: int = 30) -> Path:
     from dpspin_sql import assign, atoms, ledger, split, store
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.demo import TAXONOMY, corpus_relation
 
     con = store.connect(path, create=True)
     ledger.set_budget(con, 1e9, 0.999)
     store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
-                       relation=con.from_arrow(synthetic_corpus(11, n_users=n_users)))
+                       relation=corpus_relation(con, 11, n_users=n_users))
     split.split(con, unit="user", aux_fraction=0.3, seed=3)
     atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file")
     assign.assign(con, scorer="keyword", K=3)

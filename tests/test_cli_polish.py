@@ -67,11 +67,11 @@ def test_booleans_are_flag_pairs(capsys, path, command):
 def aux_store(tmp_path_factory):
     """A store with auxiliary and target records and the demo taxonomy (no assignments yet)."""
     from dpspin_sql import atoms, split, store
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.demo import TAXONOMY, corpus_relation
 
     path = tmp_path_factory.mktemp("assign") / "s.duckdb"
     con = store.connect(path, create=True)
-    rel = con.from_arrow(synthetic_corpus(3, n_users=80))
+    rel = corpus_relation(con, 3, n_users=80)
     store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text", relation=rel)
     split.split(con, unit="user", aux_fraction=0.4, seed=3)
     atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file",
