@@ -85,13 +85,12 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
             for batch in batches:
-                ids = batch.column(0).to_pylist()
-                rows = fitted.score_top_k(batch.column(1).to_pylist(), int(K))
-                n_records += len(ids)
-                n_assigned += sum(1 for r in rows if r)
-                n_rows += _write(con, ids, rows)
+                rows, atom_ids, weights = fitted.score_top_k_arrays(batch.column(1).to_pylist(), int(K))
+                n_records += batch.num_rows
+                n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
+                n_rows += _write(con, batch.column(0), rows, atom_ids, weights)
                 if progress is not None:
-                    progress(len(ids))
+                    progress(batch.num_rows)
     finally:
         reader.close()
     return AssignReport(scorer=fitted.kind, K=int(K), m=len(fitted.atom_ids), dictionary_id=dictionary_id,
@@ -103,23 +102,19 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(queries.load("assign_count_target")).fetchone()[0])
 
 
-def _write(con, ids: list[str], rows: list[list[tuple[int, float]]]) -> int:
-    rid, aid, wts = [], [], []
-    for record_id, kept in zip(ids, rows):
-        for atom_id, weight in kept:
-            rid.append(record_id)
-            aid.append(atom_id)
-            wts.append(weight)
-    if not rid:
+def _write(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:
+    """Insert one batch's assignment rows, columnar: Arrow arrays straight into DuckDB."""
+    if not rows.size:
         return 0
     con.register("staging_assignments", pa.table({
-        "record_id": pa.array(rid, pa.string()), "atom_id": pa.array(aid, pa.int32()),
-        "weight": pa.array(wts, pa.float64())}))
+        "record_id": record_ids.take(pa.array(rows)).cast(pa.string()),
+        "atom_id": pa.array(atom_ids.astype(np.int32)),
+        "weight": pa.array(weights, pa.float64())}))
     try:
         con.execute(queries.load("insert_assignments"))
     finally:
         con.unregister("staging_assignments")
-    return len(rid)
+    return int(rows.size)
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:

@@ -41,17 +41,17 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centr
     vocab, idf = scorers.vocabulary_of(vec), vec.idf_
     ids = [a.atom_id for a in atoms]
     if scorer == "similarity":
-        A = normalize(vec.transform(atom_texts))
+        A = normalize(scorers.fast_transform(vec, atom_texts))
         if centroid:
             members = aux_membership(texts, metadata, atoms, manifest)
             if members is not None:
-                A = normalize(A + centroids(vec.transform(texts), members, len(atoms)))
+                A = normalize(A + centroids(scorers.fast_transform(vec, texts), members, len(atoms)))
         return scorers.SimilarityScorer(ids, vocab, idf, A, ngrams)
     labels = aux_labels(metadata, atoms, manifest)
     if labels is None:
         raise BadInput("the supervised scorer needs atoms the auxiliary split carries as a label "
                        "(a metadata dictionary: dpspin atoms build --builder metadata); use --scorer similarity")
-    return _fit_classifier(vec.transform(texts), labels, ids, vocab, idf, C)
+    return _fit_classifier(scorers.fast_transform(vec, texts), labels, ids, vocab, idf, C)
 
 
 def _fit_classifier(X, labels: np.ndarray, ids, vocab, idf, C: float) -> scorers.SupervisedScorer:
