@@ -40,17 +40,26 @@ class AssignReport:
         return asdict(self)
 
 
-def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", **opts) -> scorers.Scorer:
-    """Fit a scorer on the public atoms and (for similarity/supervised) the aux split."""
+def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", *, renormalise: bool = True,
+               **opts) -> scorers.Scorer:
+    """Fit a scorer on the public atoms and (for similarity/supervised) the aux split.
+
+    `renormalise=True` (the default, saved with the scorer): each record's kept top-K
+    scores are scaled to sum 1, so every assigned record spends its whole unit of mass.
+    `renormalise=False`: kept scores stay as they are (scaled down only above 1) — the
+    supervised scorer's behaviour before this option existed.
+    """
+    if not isinstance(renormalise, bool):
+        raise BadInput(f"renormalise must be True or False, not {renormalise!r}")
     atoms = current_atoms(con)
     if not atoms:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     if scorer == "keyword":
-        return scorers.KeywordScorer.from_atoms(atoms)
+        return scorers.KeywordScorer.from_atoms(atoms, renormalise=renormalise)
     if scorer in SCORER_NAMES:
         from dpspin_sql import fit
 
-        return fit.fit(con, atoms, scorer, **opts)
+        return fit.fit(con, atoms, scorer, renormalise=renormalise, **opts)
     raise BadInput(f"--scorer must be one of {', '.join(SCORER_NAMES)}, not {scorer!r}")
 
 

@@ -79,6 +79,9 @@ def assign_cmd(db: Path = DB,
                scorer: str = typer.Option("similarity", "--scorer", help="similarity | supervised | keyword"),
                K: int = typer.Option(3, "-K", help="Atoms kept per record."),
                no_centroid: bool = typer.Option(False, "--no-centroid", help="similarity: atom texts only, no aux centroids."),
+               no_renormalise: bool = typer.Option(False, "--no-renormalise",
+                                                   help="Keep each record's top-K scores as they are (scaled down only "
+                                                        "above 1) instead of scaling them to sum 1."),
                evaluate: bool = typer.Option(False, "--evaluate",
                                              help="Also report top-1 accuracy and top-10 overlap (metadata dictionaries)."),
                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
@@ -89,6 +92,8 @@ def assign_cmd(db: Path = DB,
         raise BadInput(f"-K must be a positive integer, not {K}")
     con = store.connect(db)
     opts = {"centroid": False} if no_centroid and scorer == "similarity" else {}
+    if no_renormalise:
+        opts["renormalise"] = False
     total = assign.count_target(con)
     with Progress(TextColumn("assigning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True, disable=as_json) as bar:

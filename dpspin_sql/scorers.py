@@ -166,9 +166,10 @@ def _top_k_sparse(S: sparse.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]
 
 def top_k_normalise(scores: np.ndarray, atom_ids: np.ndarray, K: int, *, renormalise: bool = True):
     """`top_k_columns` as one list of (atom_id, weight) per row; a row with no positive score is []."""
-    scores = np.asarray(scores)
-    n = scores.shape[0] if scores.ndim == 2 else 0
+    if not sparse.issparse(scores):
+        scores = np.asarray(scores)
     rows, cols, weights = top_k_columns(scores, K, renormalise=renormalise)
+    n = scores.shape[0]
     return _as_lists(n, rows, np.asarray(atom_ids)[cols], weights)
 
 
@@ -198,7 +199,7 @@ class Scorer:
 
     def scores(self, texts: list[str]) -> np.ndarray:
         """The (n × m) score matrix, dense."""
-        S = self._score_matrix(texts)
+        S = self._score_matrix(self._texts(texts))
         return S.toarray() if sparse.issparse(S) else S
 
     def _score_matrix(self, texts: list[str]):  # pragma: no cover - abstract
