@@ -20,7 +20,7 @@ from dpspin_sql.atoms import current_atoms, current_dictionary_id
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
-SCORER_NAMES = ("keyword", "similarity", "supervised")
+SCORER_NAMES = ("keyword", "similarity", "supervised", "embedding", "embedding-supervised")
 BATCH = 8192
 
 
@@ -56,6 +56,10 @@ def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", *, renor
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     if scorer == "keyword":
         return scorers.KeywordScorer.from_atoms(atoms, renormalise=renormalise)
+    if scorer in ("embedding", "embedding-supervised"):   # the [embed] extra
+        from dpspin_sql import embed
+
+        return embed.fit(con, atoms, scorer, renormalise=renormalise, **opts)
     if scorer in SCORER_NAMES:
         from dpspin_sql import fit
 

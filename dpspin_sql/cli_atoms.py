@@ -76,9 +76,11 @@ def build_cmd(db: Path = DB,
 
 
 def assign_cmd(db: Path = DB,
-               scorer: str = typer.Option("similarity", "--scorer", help="similarity | supervised | keyword"),
+               scorer: str = typer.Option("similarity", "--scorer",
+                                          help="similarity | supervised | keyword | embedding | embedding-supervised "
+                                               "(the last two need the [embed] extra)"),
                K: int = typer.Option(3, "-K", help="Atoms kept per record."),
-               no_centroid: bool = typer.Option(False, "--no-centroid", help="similarity: atom texts only, no aux centroids."),
+               no_centroid: bool = typer.Option(False, "--no-centroid", help="similarity/embedding: atom texts only, no aux centroids."),
                no_renormalise: bool = typer.Option(False, "--no-renormalise",
                                                    help="Keep each record's top-K scores as they are (scaled down only "
                                                         "above 1) instead of scaling them to sum 1."),
@@ -91,7 +93,7 @@ def assign_cmd(db: Path = DB,
     if K < 1:
         raise BadInput(f"-K must be a positive integer, not {K}")
     con = store.connect(db)
-    opts = {"centroid": False} if no_centroid and scorer == "similarity" else {}
+    opts = {"centroid": False} if no_centroid and scorer in ("similarity", "embedding") else {}
     if no_renormalise:
         opts["renormalise"] = False
     total = assign.count_target(con)

@@ -436,6 +436,8 @@ def from_bytes(blob: bytes) -> Scorer:
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     meta = json.loads(arrays.pop("__meta__").tobytes().decode())
+    if str(meta.get("kind", "")).startswith("embedding"):
+        from dpspin_sql import embed  # noqa: F401 - registers the embedding scorers ([embed] extra)
     cls = SCORERS.get(meta.get("kind"))
     if cls is None:
         raise ValueError(f"unknown scorer kind {meta.get('kind')!r}")
