@@ -67,7 +67,7 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_one(db: Path, scorer: str, K: int) -> dict:
+def run_one(db: Path, scorer: str, K: int, workers: int | None = None) -> dict:
     import shutil
 
     from dpspin_sql import assign, store
@@ -79,11 +79,11 @@ def run_one(db: Path, scorer: str, K: int) -> dict:
     fitted = assign.fit_scorer(con, scorer)
     fit_s = time.perf_counter() - t0
     cpu0 = _cpu()
-    report = assign.assign(con, fitted, K=K)
+    report = assign.assign(con, fitted, K=K, **({"workers": workers} if workers else {}))
     cpu_s = _cpu() - cpu0
     total = time.perf_counter() - t0
     apply_s = total - fit_s
-    return {"scorer": scorer, "records": report.n_records, "m": report.m, "K": K,
+    return {"scorer": scorer, "workers": workers, "records": report.n_records, "m": report.m, "K": K,
             "fit_s": round(fit_s, 2), "assign_s": round(apply_s, 2),
             "records_per_s": round(report.n_records / apply_s), "cpu_s": round(cpu_s, 2),
             "records_per_cpu_s": round(report.n_records / cpu_s), "rows": report.n_rows,
@@ -91,8 +91,10 @@ def run_one(db: Path, scorer: str, K: int) -> dict:
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
-def _child(db: Path, scorer: str, K: int, src: str | None) -> dict:
+def _child(db: Path, scorer: str, K: int, src: str | None, workers: int | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", str(db), scorer, "-K", str(K)]
+    if workers:
+        cmd += ["--workers", str(workers)]
     if src:
         cmd += ["--src", src]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -111,15 +113,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--baseline", help="another source tree to run side by side")
     ap.add_argument("--json", type=Path, help="also write every run and the medians here")
+    ap.add_argument("--workers", default="", help="comma-separated values of assign(workers=…) to compare "
+                                                  "(this tree only; default: its default)")
     ap.add_argument("--child", nargs=2, metavar=("DB", "SCORER"))
     ap.add_argument("--src", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         if args.src:
             sys.path.insert(0, args.src)
-        print(json.dumps(run_one(Path(args.child[0]), args.child[1], args.K)))
+        kw = {"workers": int(args.workers)} if args.workers else {}
+        print(json.dumps(run_one(Path(args.child[0]), args.child[1], args.K, **kw)))
         return
-    sources = ([("baseline", str(Path(args.baseline).resolve()))] if args.baseline else []) + [("this tree", None)]
+    sources = [("baseline", str(Path(args.baseline).resolve()), None)] if args.baseline else []
+    sources += [(f"workers={w}" if w else "this tree", None, int(w) if w else None)
+                for w in (args.workers.split(",") if args.workers else [""])]
     runs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
@@ -129,13 +136,13 @@ def main() -> None:
               f"({time.perf_counter() - t:.1f}s)")
         for rep in range(args.repeat):
             for scorer in args.scorers.split(","):
-                for name, src in sources:
-                    res = dict(_child(db, scorer, args.K, src), source=name, repeat=rep)
+                for name, src, workers in sources:
+                    res = dict(_child(db, scorer, args.K, src, workers), source=name, repeat=rep)
                     runs.append(res)
                     print(json.dumps(res), flush=True)
     medians = []
     for scorer in args.scorers.split(","):
-        for name, _ in sources:
+        for name, _, _ in sources:
             mine = [r for r in runs if r["scorer"] == scorer and r["source"] == name]
             medians.append({"scorer": scorer, "source": name, "runs": len(mine),
                             **{key: float(np.median([r[key] for r in mine]))

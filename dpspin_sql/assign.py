@@ -7,7 +7,10 @@ re-imposes these bounds anyway; writing them here keeps the non-private sketch h
 """
 from __future__ import annotations
 
+import os
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -76,11 +79,14 @@ def load_scorer(con: duckdb.DuckDBPyConnection) -> scorers.Scorer:
 
 
 def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keyword", K: int = 3, *,
-           batch_size: int = BATCH, progress: Callable[[int], None] | None = None,
+           batch_size: int = BATCH, progress: Callable[[int], None] | None = None, workers: int | None = None,
            **fit_opts) -> AssignReport:
     """Fit (or take) a scorer, save it with the dictionary, assign every target record.
 
     `progress(n)` is called after each batch with the number of records just done.
+    `workers` batches are scored at once on threads (default: 2 where there are 2 cores;
+    1 for scorers that parallelise inside, like the embedding ones); rows are written in
+    batch order by this thread, so the table is the same whatever `workers` is.
     """
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
         raise BadInput(f"-K must be a positive integer, not {K!r}")
@@ -89,7 +95,23 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     started = time.perf_counter()
     fitted = scorer if isinstance(scorer, scorers.Scorer) else fit_scorer(con, scorer, **fit_opts)
+    if workers is None:
+        workers = 1 if getattr(fitted, "parallel_inside", False) else min(2, os.cpu_count() or 1)
+    K = int(K)
     n_records = n_assigned = n_rows = 0
+
+    def score(batch):
+        return batch, fitted.score_top_k_arrays(batch.column(1).to_pylist(), K)
+
+    def write(batch, result) -> None:
+        nonlocal n_records, n_assigned, n_rows
+        rows, atom_ids, weights = result
+        n_records += batch.num_rows
+        n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
+        n_rows += _write(con, batch.column(0), rows, atom_ids, weights)
+        if progress is not None:
+            progress(batch.num_rows)
+
     reader = con.cursor()
     try:
         batches = reader.sql(queries.load("assign_target_texts")).to_arrow_reader(batch_size)
@@ -97,16 +119,23 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
             con.execute(queries.load("assign_clear"))
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
-            for batch in batches:
-                rows, atom_ids, weights = fitted.score_top_k_arrays(batch.column(1).to_pylist(), int(K))
-                n_records += batch.num_rows
-                n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
-                n_rows += _write(con, batch.column(0), rows, atom_ids, weights)
-                if progress is not None:
-                    progress(batch.num_rows)
+            if workers <= 1:
+                for batch in batches:
+                    write(*score(batch))
+            else:
+                # the GIL-free parts (Arrow kernels, numpy, scipy, DuckDB's insert) of several
+                # batches overlap; at most workers + 1 batches are in memory at once
+                with ThreadPoolExecutor(workers) as pool:
+                    pending: deque = deque()
+                    for batch in batches:
+                        pending.append(pool.submit(score, batch))
+                        if len(pending) > workers:
+                            write(*pending.popleft().result())
+                    while pending:
+                        write(*pending.popleft().result())
     finally:
         reader.close()
-    return AssignReport(scorer=fitted.kind, K=int(K), m=len(fitted.atom_ids), dictionary_id=dictionary_id,
+    return AssignReport(scorer=fitted.kind, K=K, m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
                         n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
 

@@ -310,6 +310,8 @@ def _check_reference(ref: dict) -> int:
 
 
 class _EmbeddingScorer(scorers.Scorer):
+    parallel_inside = True        # the encoder runs its batches on threads itself
+
     def __init__(self, atom_ids, *, max_tokens: int = MAX_TOKENS, renormalise: bool = True, encode=None):
         super().__init__(atom_ids, renormalise=renormalise)
         self.max_tokens = int(max_tokens)

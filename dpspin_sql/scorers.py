@@ -180,6 +180,19 @@ def _as_lists(n: int, rows: np.ndarray, atoms: np.ndarray, weights: np.ndarray) 
     return out
 
 
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz archive (what `np.load` reads) deflated at level 1: as `savez_compressed`
+    at ~1/4 of its time (the save was 15% of a 100,000-record assignment), ~10% larger."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, value in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
+    return buf.getvalue()
+
+
 class Scorer:
     """Base: subclasses implement `scores(texts) -> ndarray (n × m)` and their state.
 
@@ -234,10 +247,8 @@ class Scorer:
     def to_bytes(self) -> bytes:
         meta, arrays = self.state()
         meta = dict(meta, kind=self.kind, format=1, renormalise=self.renormalise)
-        buf = io.BytesIO()
-        np.savez_compressed(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                            atom_ids=self.atom_ids, **arrays)
-        return buf.getvalue()
+        return _npz({"__meta__": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                     "atom_ids": self.atom_ids, **arrays})
 
     @classmethod
     def _renormalise_of(cls, meta: dict) -> bool:

@@ -24,7 +24,7 @@ How it gets there (profiled: sklearn's `_count_vocab` was ~80% of assignment tim
   stop words are removed before n-grams (sklearn's order).
 - Bigrams. Adjacent word-id pairs of the same record become int64 keys looked up in a
   vectorised hash map of the vocabulary's bigrams.
-- Counting. `np.unique` over (record, feature) keys gives sorted CSR rows and the counts.
+- Counting. One sort of (record, feature) keys gives sorted CSR rows; run lengths are the counts.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class _IntMap:
         if np.unique(keys).size != keys.size:
             raise ValueError("duplicate keys")
         self._n = int(keys.size)
-        bits = max(4, int(np.ceil(np.log2(max(4 * keys.size, 1)))))
+        bits = max(4, int(np.ceil(np.log2(max(4 * keys.size, 1)))))   # load factor ≤ 1/4
         self._shift = np.uint64(64 - bits)
         self._mask = (1 << bits) - 1
         self._keys = np.full(1 << bits, -1, dtype=np.int64)
@@ -98,16 +98,18 @@ class _IntMap:
 
     def get(self, keys: np.ndarray) -> np.ndarray:
         """The value of each key, -1 where the key is absent."""
-        out = np.full(keys.size, -1, dtype=np.int64)
-        slot, pending = self._slots(keys), np.arange(keys.size)
+        slot = self._slots(keys)
+        k = self._keys[slot]
+        hit = k == keys
+        out = np.where(hit, self._values[slot], -1)
+        pending = np.flatnonzero(~hit & (k != -1))      # slot taken by another key: probe on
         while pending.size:
-            s = slot[pending]
+            s = (slot[pending] + 1) & self._mask
+            slot[pending] = s
             k = self._keys[s]
             hit = k == keys[pending]
             out[pending[hit]] = self._values[s[hit]]
-            go_on = ~hit & (k != -1)
-            pending = pending[go_on]
-            slot[pending] = (s[go_on] + 1) & self._mask
+            pending = pending[~hit & (k != -1)]
         return out
 
 
@@ -181,8 +183,27 @@ class TermCounter:
             feat_parts.append(bf[match])
         rec = np.concatenate(rec_parts)
         feat = np.concatenate(feat_parts)
-        # (record, feature) pairs → CSR with duplicates summed: scipy's counting sort by row,
-        # then per-row index sort (half the time of np.unique over 64-bit keys)
-        X = sparse.csr_matrix((np.ones(rec.size, dtype=dtype), (rec, feat)), shape=(n, self.n_features))
-        X.sum_duplicates()
+        # (record, feature) pairs → sorted keys → run lengths: CSR rows with sorted indices.
+        # 32-bit keys when they fit (a batch of 8192 records × 50,000 features does): the
+        # sort is twice as fast as on 64-bit keys, and 3× faster than scipy's COO → CSR.
+        V = max(self.n_features, 1)
+        keys = rec * V + feat
+        if n * V < 2**31:
+            keys = keys.astype(np.int32)
+        keys.sort()
+        if keys.size:
+            first = np.empty(keys.size, dtype=bool)
+            first[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            at = np.flatnonzero(first)
+            cnt = np.diff(np.append(at, keys.size))
+            rows, cols = np.divmod(keys[at].astype(np.int64), V)
+        else:
+            cnt = rows = cols = np.zeros(0, dtype=np.int64)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        index_dtype = np.int32 if cnt.size < 2**31 and V < 2**31 else np.int64
+        X = sparse.csr_matrix((cnt.astype(dtype), cols.astype(index_dtype), indptr.astype(index_dtype)),
+                              shape=(n, self.n_features))
+        X.has_sorted_indices = True
         return X
