@@ -295,3 +295,17 @@ def test_cli_no_renormalise(tmp_path):
     from dpspin_sql import store
 
     assert assign.load_scorer(store.connect(tmp_path / "s.duckdb")).renormalise is False
+
+
+@pytest.mark.parametrize("kind", ["keyword", "similarity", "supervised"])
+def test_threaded_batches_write_the_same_table(tmp_path, kind):
+    con = make_store(tmp_path, cfpb_like(12) + cfpb_like(9, split="target", start=5000)
+                     + [{"record_id": "blank", "text": "nothing relevant here", "split": "target"}])
+    atoms.build(con, "metadata", fields=FIELDS, m=10)
+    sc = assign.fit_scorer(con, kind)
+    tables = []
+    for workers in (1, 2, 3):
+        report = assign.assign(con, sc, K=3, batch_size=4, workers=workers)
+        tables.append((report.n_records, report.n_assigned, report.n_rows,
+                       con.execute("SELECT record_id, atom_id, weight FROM assignments ORDER BY ALL").fetchall()))
+    assert tables[0] == tables[1] == tables[2]
