@@ -69,9 +69,9 @@ def available() -> str | None:
 
 
 def _model_location() -> tuple[str, Path] | None:
-    override = os.environ.get("DPSPIN_EMBED_MODEL_DIR")
+    override = os.environ.get("DPSPIN_EMBED_MODEL_DIR")      # a folder with model.safetensors + tokenizer.json
     if override:
-        return ("dir", Path(override))
+        return ("dir", Path(override)) if (Path(override) / "model.safetensors").is_file() else None
     for dist, rel in SOURCES:
         try:
             files = md.files(dist) or []
