@@ -180,9 +180,9 @@ def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
     def per_partition(rows):
         from itertools import islice
 
-        from dpspin_sql import scorers
+        from dpspin_sql.assign import scorer_from_bytes
 
-        scorer = scorers.from_bytes(shared.value)
+        scorer = scorer_from_bytes(shared.value)
         rows = iter(rows)
         while batch := list(islice(rows, BATCH)):
             texts = [r[1] or "" for r in batch]
