@@ -10,7 +10,7 @@ it is post-processing (SPEC §5).
   plan's themes and bins.
 * `claims_schema(items)` / `claims_gbnf(items)` — the same menu as a JSON schema (for
   OpenAI `json_schema`, llama-cpp-python `json_object` + `schema`, vLLM `guided_json`)
-  and as a GBNF grammar (llama.cpp `grammar`): a list of 3–5 claims whose fields are
+  and as a GBNF grammar (llama.cpp `grammar`): a list of 4–6 claims whose fields are
   enums of the admitted labels, the supported comparison pairs and the released bins.
 * `read_claims(raw, items)` — the model's answer back into claims, with a violation for
   anything that is not on the menu (a server that ignored the constraint).
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from dpspin_sql.verify import Violation, margin_of
 
 KINDS = ("top_theme", "rank", "bin", "mass", "interval", "comparison", "similar", "count")
-MIN_CLAIMS, MAX_CLAIMS = 3, 5
+MIN_CLAIMS, MAX_CLAIMS = 4, 6
 ALL = "all"  # the `bin` of a count of all themes
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -196,7 +196,8 @@ def read_claims(obj, items: list[Claim]) -> tuple[list[Claim], list[Violation], 
     out, vs = [], []
     for x in obj["claims"]:
         if not isinstance(x, dict) or x.get("kind") not in KINDS:
-            vs.append(Violation("malformed_output", json.dumps(x, ensure_ascii=False)[:80], "not a claim of a known kind"))
+            vs.append(Violation("malformed_output", json.dumps(x, ensure_ascii=False)[:80],
+                                "not a claim of a known kind"))
             conforms = False
             continue
         c = Claim(x["kind"], x.get("theme") if x["kind"] != "count" else None,

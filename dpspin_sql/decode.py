@@ -154,19 +154,22 @@ CLAIMS_SYSTEM_PROMPT = """You choose the facts for a short summary of a ranked l
 A program writes the sentences from your choices, so you only pick facts and their order.
 Answer with one JSON object and nothing else."""
 
-CLAIMS_INSTRUCTIONS = """Choose 3 to 5 facts, the most important first: start with the top theme, then cover
-other themes and at least one comparison. Answer as {{"claims": [...]}} where each claim is one of:
-{kinds}"""
+CLAIMS_INSTRUCTIONS = """Choose 4 to 6 facts for a short summary, the most important first: start with the top
+theme, then cover other themes and a comparison. Example answer for another list:
+{"claims": [{"kind": "top_theme", "theme": "late delivery"}, {"kind": "mass", "theme": "late delivery"}, \
+{"kind": "comparison", "theme": "late delivery", "other": "damaged box"}, {"kind": "rank", "theme": "damaged box"}, \
+{"kind": "bin", "theme": "damaged box"}, {"kind": "count", "bin": "low"}]}
+Kinds: {kinds}."""
 
 _KIND_HELP = {
-    "top_theme": '{"kind": "top_theme", "theme": "<the rank 1 theme>"}: the most common theme',
-    "rank": '{"kind": "rank", "theme": "<theme>"}: its rank',
-    "bin": '{"kind": "bin", "theme": "<theme>"}: its support level',
-    "mass": '{"kind": "mass", "theme": "<theme>"}: its released mass',
-    "interval": '{"kind": "interval", "theme": "<theme>"}: its accuracy interval',
-    "comparison": '{"kind": "comparison", "theme": "<theme>", "other": "<theme>"}: a listed supported comparison',
-    "similar": '{"kind": "similar", "theme": "<theme>", "other": "<theme>"}: a listed pair of similar support',
-    "count": '{"kind": "count", "bin": "all" or a support level}: how many themes (in that level)',
+    "top_theme": "top_theme (the rank 1 theme)",
+    "rank": "rank (a theme's rank)",
+    "bin": "bin (a theme's support level)",
+    "mass": "mass (a theme's released mass)",
+    "interval": "interval (a theme's accuracy interval)",
+    "comparison": "comparison (theme is more common than other: supported pairs only)",
+    "similar": "similar (theme and other have similar support: similar pairs only)",
+    "count": 'count (how many themes: bin "all" or one support level)',
 }
 
 
@@ -193,15 +196,17 @@ def claims_prompt(view: dict, items: list) -> str:
     from dpspin_sql.claims import themes
 
     lines = ["Themes by rank:"]
+    rank = {}
     for a in themes(view):
+        rank[a["label"]] = int(a["rank"])
         lines.append(f"{int(a['rank'])}. {a['label']} ({a.get('bin', 'low')} support)")
-    more = [c for c in items if c.kind == "comparison"][:8]
-    alike = [c for c in items if c.kind == "similar"][:6]
-    lines.append("Supported comparisons: " + ("; ".join(f"{c.theme} > {c.other}" for c in more) if more else "none"))
-    lines.append("Similar pairs: " + ("; ".join(f"{c.theme} ~ {c.other}" for c in alike) if alike else "none"))
+    more = [f"{rank[c.theme]} > {rank[c.other]}" for c in items if c.kind == "comparison"][:12]
+    alike = [f"{rank[c.theme]} ~ {rank[c.other]}" for c in items if c.kind == "similar"][:12]
+    lines.append("Supported comparisons (by rank): " + ("; ".join(more) if more else "none"))
+    lines.append("Similar pairs (by rank): " + ("; ".join(alike) if alike else "none"))
     kinds = [k for k in _KIND_HELP if any(c.kind == k for c in items)]
     lines.append("")
-    lines.append(CLAIMS_INSTRUCTIONS.format(kinds="\n".join(_KIND_HELP[k] for k in kinds)))
+    lines.append(CLAIMS_INSTRUCTIONS.replace("{kinds}", ", ".join(_KIND_HELP[k] for k in kinds)))
     return "\n".join(lines)
 
 

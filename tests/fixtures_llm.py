@@ -200,7 +200,7 @@ def llama_server(start_timeout: float = 120.0):
     port = _free_port()
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama_server_{port}.log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
                              "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:

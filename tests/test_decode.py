@@ -81,7 +81,8 @@ def test_http_error_counts_as_rejected_attempt():
 
 def test_claims_mode_falls_back_from_json_schema_to_json_object():
     A3 = PLAN["atoms"][2]["label"]
-    claims = {"claims": [{"kind": "top_theme", "theme": A1}, {"kind": "bin", "theme": A2}, {"kind": "rank", "theme": A3}]}
+    claims = {"claims": [{"kind": "top_theme", "theme": A1}, {"kind": "bin", "theme": A2},
+                         {"kind": "rank", "theme": A3}, {"kind": "mass", "theme": A3}]}
     with ScriptedServer([json.dumps(claims)], reject_json_schema=True) as srv:
         r = summarize(PLAN, decoder="llm", max_attempts=1, llm=cfg(srv, mode="claims"))
     assert srv.forms() == ["json_schema", "json_object_schema"]
@@ -94,8 +95,10 @@ def test_claims_mode_falls_back_from_json_schema_to_json_object():
 def test_claims_off_the_menu_are_rejected():
     """A server that ignores the constraint: claims the plan does not support are violations."""
     low = PLAN["atoms"][-1]["label"]
-    wrong_top = {"claims": [{"kind": "top_theme", "theme": A2}, {"kind": "bin", "theme": A1}, {"kind": "rank", "theme": A1}]}
-    unknown = {"claims": [{"kind": "rank", "theme": NON_ADMITTED}, {"kind": "bin", "theme": A1}, {"kind": "mass", "theme": A1}]}
+    wrong_top = {"claims": [{"kind": "top_theme", "theme": A2}, {"kind": "bin", "theme": A1},
+                            {"kind": "rank", "theme": A1}]}
+    unknown = {"claims": [{"kind": "rank", "theme": NON_ADMITTED}, {"kind": "bin", "theme": A1},
+                          {"kind": "mass", "theme": A1}]}
     reversed_ = {"claims": [{"kind": "comparison", "theme": low, "other": A1}, {"kind": "bin", "theme": A1},
                             {"kind": "rank", "theme": A2}]}
     with ScriptedServer([json.dumps(wrong_top), json.dumps(unknown), json.dumps(reversed_), "not json"]) as srv:
@@ -198,7 +201,8 @@ def test_cli_summarize_template_and_llm(cli, tmp_path):
     assert res.exit_code == 0 and template_summary(PLAN) in res.stdout
     assert json.loads((tmp_path / "verifier_attempts.json").read_text())["accepted"]
     with ScriptedServer([BAD_ATOM, GOOD]) as srv:
-        res = cli("summarize", plan, "--decoder", "llm", "--base-url", srv.base_url, "--max-attempts", 2,
+        res = cli("summarize", plan, "--decoder", "llm", "--mode", "text", "--base-url", srv.base_url,
+                  "--max-attempts", 2,
                   "--out", tmp_path / "s2.txt", "--attempts-out", tmp_path / "a2.json")
     assert res.exit_code == 0 and GOOD in res.stdout
     assert len(json.loads((tmp_path / "a2.json").read_text())["attempts"]) == 2
