@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -90,6 +91,7 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "llm_rates.json")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # so that the local server is stopped too
     if not args.base_url and (reason := local_llm_skip_reason()):
         sys.exit(reason)
     plans = pick_plans(args.dirs, args.plans)

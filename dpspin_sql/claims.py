@@ -26,6 +26,7 @@ from dpspin_sql.verify import Violation, margin_of
 
 KINDS = ("top_theme", "rank", "bin", "mass", "interval", "comparison", "similar", "count")
 MIN_CLAIMS, MAX_CLAIMS = 4, 6
+MORE_PER_THEME, SIMILAR_PER_THEME = 5, 3  # pairs offered per theme: the nearest in rank (keeps big plans small)
 ALL = "all"  # the `bin` of a count of all themes
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -82,7 +83,8 @@ def _confidence(view: dict) -> float | None:
 
 
 def menu(view: dict) -> list[Claim]:
-    """Every claim the plan supports, in a fixed order."""
+    """Every claim the plan supports, in a fixed order (for each theme, comparisons with the
+    next themes the margin separates from it and similar pairs with the next it does not)."""
     atoms = themes(view)
     if not atoms:
         return []
@@ -93,12 +95,10 @@ def menu(view: dict) -> list[Claim]:
         if _confidence(view) is not None and _interval(view, a) is not None:
             out.append(Claim("interval", a["label"]))
     for i, a in enumerate(atoms):
-        for b in atoms[i + 1:]:
-            d = _mass(a) - _mass(b)
-            if d >= margin:
-                out.append(Claim("comparison", a["label"], b["label"]))
-            elif abs(d) < margin:
-                out.append(Claim("similar", a["label"], b["label"]))
+        more = [b for b in atoms[i + 1:] if _mass(a) - _mass(b) >= margin][:MORE_PER_THEME]
+        alike = [b for b in atoms[i + 1:] if abs(_mass(a) - _mass(b)) < margin][:SIMILAR_PER_THEME]
+        out += [Claim("comparison", a["label"], b["label"]) for b in more]
+        out += [Claim("similar", a["label"], b["label"]) for b in alike]
     out.append(Claim("count", bin=ALL))
     bins = []
     for a in atoms:

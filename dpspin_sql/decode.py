@@ -395,7 +395,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
         raise BadInput(f"unknown mode {cfg.mode!r} (text|claims)")
     if cfg.constraint is not None and cfg.constraint not in CONSTRAINTS:
         raise BadInput(f"unknown constraint {cfg.constraint!r} ({'|'.join(CONSTRAINTS)})")
-    from openai import APIConnectionError, APIStatusError
+    from openai import APIConnectionError, APIStatusError, APITimeoutError
 
     from dpspin_sql import claims as cl
     from dpspin_sql.verify import Violation
@@ -406,7 +406,10 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
     items = cl.menu(view) if cfg.mode == "claims" else []
     dropped: set = set()
     reached, note, constraint = False, None, None
-    for r in range(1, int(max_attempts) + 1):
+    rounds = int(max_attempts)
+    if cfg.mode == "claims" and not items:
+        rounds, note = 0, "the plan admits no themes, so there is nothing for the model to choose"
+    for r in range(1, rounds + 1):
         allowed = [c for c in items if c not in dropped] or items
         messages = build_messages(view, cfg.mode, history, allowed if cfg.mode == "claims" else None)
         rec: dict = {"attempt": r, "source": "llm", "mode": cfg.mode, "model": cfg.model,
@@ -434,9 +437,10 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
                 blame = sorted(cl.blamed(checked.violations, text, spans), key=cl.describe)
             else:
                 text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
-        except APIConnectionError as e:  # no answer at all: the endpoint cannot be reached
+        except APIConnectionError as e:  # no answer; unreachable unless it connected and was too slow
+            slow = isinstance(e, APITimeoutError) and "connect" not in type(e.__cause__).__name__.lower()
             msg = f"cannot reach the LLM endpoint {cfg.base_url} ({type(e).__name__}: {e})"
-            if not reached:
+            if not reached and not slow:
                 if fallback is not True:
                     raise EndpointUnreachable(msg) from None
                 rec.update({"text": "", "accepted": False,

@@ -74,7 +74,8 @@ def make_plan(seed: int, kind: str = "phrases", L: int | None = None, m: int | N
 # ---------------------------------------------------------------- scripted server
 class ScriptedServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 that answers prepared
-    candidates in order and records every request body it receives."""
+    candidates in order and records every request body it receives. A reply is a string
+    (the answer), an int (that HTTP error status) or (seconds, reply) (answered late)."""
 
     def __init__(self, replies: list | None = None, reject_json_schema: bool = False, upstream: str | None = None,
                  refuse: tuple[str, ...] = ()):
@@ -100,6 +101,9 @@ class ScriptedServer:
                 if form_of(body) in outer.refuse:
                     return self._send(500, {"error": {"message": f"{form_of(body)} not supported"}})
                 reply = outer.replies.pop(0) if outer.replies else "No more scripted replies."
+                if isinstance(reply, tuple):  # (seconds, reply): answer late, as a slow model does
+                    time.sleep(reply[0])
+                    reply = reply[1]
                 if isinstance(reply, int):
                     return self._send(reply, {"error": {"message": "scripted error"}})
                 self._send(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body.get("model"),

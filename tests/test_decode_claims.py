@@ -30,7 +30,8 @@ from fixtures_llm import ScriptedServer, make_plan
 
 def cfg(server, **kw) -> LLMConfig:
     kw.setdefault("mode", "claims")
-    return LLMConfig(base_url=server.base_url, model="scripted", api_key="test", max_retries=0, timeout=10, **kw)
+    kw.setdefault("timeout", 10)
+    return LLMConfig(base_url=server.base_url, model="scripted", api_key="test", max_retries=0, **kw)
 
 
 def _plans():
@@ -301,6 +302,14 @@ def test_unreachable_endpoint_raises_unless_fallback_is_asked_for():
     assert "cannot reach" in r.note and "cannot reach" in r.status_line()
 
 
+def test_a_slow_answer_is_a_rejected_attempt_not_an_unreachable_endpoint():
+    with ScriptedServer([(3, GOOD), GOOD]) as srv:
+        r = summarize(PLAN, decoder="llm", max_attempts=2, llm=cfg(srv, timeout=0.5), fallback=False)
+    first = r.attempts[0]["violations"][0]
+    assert first["code"] == "decoder_error" and "Timeout" in first["message"]
+    assert r.note is None and r.attempts_used == 2
+
+
 def test_http_errors_are_rejected_attempts_not_unreachable():
     with ScriptedServer([503, 503]) as srv:
         r = summarize(PLAN, decoder="llm", max_attempts=2, llm=cfg(srv, mode="text"))
@@ -389,3 +398,23 @@ def test_cli_unreachable_endpoint(cli, plan_file, tmp_path):
 def test_cli_rejects_an_unknown_constraint(cli, plan_file):
     res = cli("summarize", plan_file, "--decoder", "llm", "--base-url", "http://127.0.0.1:9/v1", "--constraint", "xml")
     assert res.exit_code == 2 and "--constraint" in res.stderr
+
+
+def test_a_plan_without_themes_asks_the_model_nothing():
+    empty = json.loads(json.dumps(PLAN))
+    empty["atoms"] = []
+    with ScriptedServer([GOOD]) as srv:
+        r = summarize(empty, decoder="llm", max_attempts=3, llm=cfg(srv))
+    assert srv.requests == [] and r.final_source == "template_fallback" and r.accepted
+    assert "no themes" in r.note and r.attempts_used == 0
+
+
+def test_big_plans_keep_a_small_menu():
+    big = make_plan(5, "cfpb", L=30, m=60, margin=3.0)
+    items = cl.menu(public_view(big))
+    pairs = [c for c in items if c.kind in ("comparison", "similar")]
+    assert len(pairs) <= 30 * (cl.MORE_PER_THEME + cl.SIMILAR_PER_THEME)
+    assert len(json.dumps(cl.claims_schema(items))) < 400_000
+    rng = random.Random(1)
+    text, _ = cl.render([rng.choice(items) for _ in range(cl.MAX_CLAIMS)], public_view(big))
+    assert verify(text, big).accepted

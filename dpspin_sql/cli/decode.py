@@ -75,6 +75,7 @@ def summarize_cmd(
                                                  "reached (default: fall back after R_max rejections only)"),
     temperature: float = typer.Option(0.7, "--temperature"),
     max_tokens: int = typer.Option(400, "--max-tokens"),
+    timeout: float = typer.Option(120.0, "--timeout", help="seconds to wait for one model answer"),
     dictionary: Optional[Path] = typer.Option(None, "--dictionary",
                                               help="public dictionary (.json or .txt) if the plan has no sidecar"),
 ) -> None:
@@ -98,7 +99,7 @@ def summarize_cmd(
         if path is not None:
             outputs.add(path, option)
     cfg = LLMConfig(base_url=base_url, model=model, api_key=api_key, mode=mode, constraint=constraint,
-                    temperature=temperature, max_tokens=max_tokens)
+                    temperature=temperature, max_tokens=max_tokens, timeout=timeout)
     try:
         result = summarize(p, decoder=decoder, max_attempts=max_attempts, llm=cfg, dictionary=labels,
                            fallback=fallback)
