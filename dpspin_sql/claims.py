@@ -308,18 +308,24 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
     each theme (counts stay where they were chosen): one sentence for a theme's rank, bin,
     mass and interval, joined by its comparisons ("… ranks fourth, with moderate support,
     and is more common than A and B"), then one for the themes of similar support.
-    Duplicates go. Every subject is named: no pronoun carries a claim."""
+    A theme's bin is left to a chosen count of that bin, which lists it ("Three themes have
+    low support: A, B and C"). Duplicates go. Every subject is named: no pronoun carries a
+    claim."""
     atoms = {a["label"]: a for a in themes(view)}
     order: list = []
     groups: dict[str, list[Claim]] = {}
     seen = set()
     claims = sorted(claims, key=lambda c: c != Claim("count", bin=ALL))  # "The plan lists N themes." opens
+    counted = {c.bin: [c] for c in claims if c.kind == "count" and c.bin != ALL}
     for c in claims:
         if c in seen:
             continue
         seen.add(c)
         if c.kind == "count":
             order.append(c)
+            continue
+        if c.kind == "bin" and atoms[c.theme].get("bin") in counted:
+            counted[atoms[c.theme]["bin"]].append(c)   # said by the count sentence
             continue
         if c.theme not in groups:
             groups[c.theme] = []
@@ -329,7 +335,7 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
     said_bins: set[str] = set()
     for x in order:
         if isinstance(x, Claim):
-            sentences.append((_count_sentence(x, list(atoms.values())), [x]))
+            sentences.append((_count_sentence(x, list(atoms.values())), counted.get(x.bin, [x])))
             continue
         cs = groups[x]
         facts = [c for c in cs if c.kind in _THEME_ORDER]

@@ -418,3 +418,13 @@ def test_big_plans_keep_a_small_menu():
     rng = random.Random(1)
     text, _ = cl.render([rng.choice(items) for _ in range(cl.MAX_CLAIMS)], public_view(big))
     assert verify(text, big).accepted
+
+
+def test_a_bin_count_says_the_bins_of_its_themes():
+    v = public_view(PLAN)
+    b = v["atoms"][1]["bin"]
+    members = [a["label"] for a in v["atoms"] if a["bin"] == b]
+    text, spans = cl.render([cl.Claim("bin", A[1]), cl.Claim("mass", A[1]), cl.Claim("count", bin=b)], v)
+    assert f"{b} support" not in text.split(". ")[0]   # not said twice
+    assert all(m in text.split(". ")[-1] for m in members)
+    assert cl.Claim("bin", A[1]) in spans[-1][2] and verify(text, PLAN).accepted
