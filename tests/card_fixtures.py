@@ -14,13 +14,13 @@ M = 12
 
 
 def hostile_store(path: Path, epsilon_budget: float = 10.0) -> Path:
-    """40 users × 3 records; the four hostile atoms get almost all the mass (about 9 each
-    against under 1), so they are admitted whatever the noise."""
+    """400 users × 3 records; the four hostile atoms get almost all the mass (about 90 each
+    against under 10), far beyond the noise (σ ≈ 5), so they are admitted whatever it draws."""
     con = new_store(path, epsilon_budget=epsilon_budget)
     labels = HOSTILE + [f"theme {chr(97 + i)}{i}" for i in range(len(HOSTILE), M)]
     install_atoms(con, list(range(M)), labels)
     records, rows = [], []
-    for u in range(40):
+    for u in range(400):
         for r in range(3):
             rid = f"r{u:03d}-{r}"
             records.append((rid, f"u{u:03d}", "target"))

@@ -25,7 +25,7 @@ from test_postgres import _pg_bin, pg_dsn  # noqa: F401 - the real-server fixtur
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-OPTIONAL = ("matplotlib", "openai", "pyarrow", "pyspark", "psycopg", "llama_cpp")
+OPTIONAL = ("matplotlib", "openai", "pyspark", "psycopg", "llama_cpp")
 
 
 def section(text: str, heading: str) -> str:
@@ -61,7 +61,7 @@ def test_the_main_job_needs_the_core_install_only():
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dpspin demo"
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[<>=\[ ]", d, 1)[0].lower() for d in core}
-    assert not names & {"matplotlib", "openai", "pyarrow", "pyspark", "psycopg", "llama-cpp-python", "pandas"}
+    assert not names & {"matplotlib", "openai", "pyspark", "psycopg", "llama-cpp-python", "pandas"}
     probe = ("import sys\nfrom dpspin_sql.cli import run\nrc = run(['demo'])\n"
              f"loaded = [m for m in {OPTIONAL!r} if m in sys.modules]\n"
              "assert rc == 0 and not loaded, (rc, loaded)\n")
