@@ -71,7 +71,9 @@ def template_summary(plan: Any) -> str:
     if not atoms:
         return "The released plan admits no themes, so there is nothing to summarize."
     eps = v.get("epsilon")
-    head = f"This differentially private plan lists {len(atoms)} themes"
+    # a non-private reference (experiments only) must never read as a DP release
+    kind = "non-private reference" if v.get("mechanism") == "non_private" else "differentially private"
+    head = f"This {kind} plan lists {len(atoms)} themes"
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
     lines = [head, f"The most common theme is {atoms[0]['label']}."]
     lines += [_atom_sentence(a) for a in atoms]
