@@ -63,5 +63,8 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="Output directory of `dp
     typer.echo(report.to_markdown(tables["rows"], eps))
     if tables["probe_rows"]:
         typer.echo(report.probe_markdown(tables["probe_rows"]))
+    cmp_md = run_dir / "report" / "comparison.md"
+    if cmp_md.exists():
+        typer.echo(cmp_md.read_text(encoding="utf-8"))
     out.print(f"{tables['n_runs']} run(s), {tables['n_failed']} failed; tables in {run_dir / 'report'}",
               markup=False)

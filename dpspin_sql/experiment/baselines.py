@@ -198,12 +198,12 @@ def record_category(meta, run: dict, vocab: dict | None) -> str | None:
     value = d.get(field)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if field == "rating" or field == "stars":
+    if field in ("rating", "stars"):
         try:
             k = int(round(float(value)))
         except (TypeError, ValueError):
             return None
-        return f"{k} star" + ("" if k == 1 else "s")
+        return _in_vocab(f"{k} star" + ("" if k == 1 else "s"), vocab)
     if field == "categories":
         exclude = {str(x) for x in run.get("category_exclude") or []}
         cands = [c.strip() for c in str(value).split(";") if c.strip() and c.strip() not in exclude]
@@ -213,7 +213,11 @@ def record_category(meta, run: dict, vocab: dict | None) -> str | None:
             return sorted(cands)[0]
         known = [c for c in cands if c in vocab]
         return min(known, key=lambda c: vocab[c]) if known else None
-    return str(value).strip()
+    return _in_vocab(str(value).strip(), vocab)
+
+
+def _in_vocab(c: str, vocab: dict | None) -> str | None:
+    return c if vocab is None or c in vocab else None
 
 
 def keyword_rows(texts_by_id: list[tuple[str, str]], pub: Public, K: int) -> list[tuple[str, int, float]]:

@@ -353,6 +353,8 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
                                   attempts_used=used, fallback_used=result.fallback_used))
     met.update(M.text_metrics(result.text, ref.text))
     met.update(_coverage(prep, C, truth, L, [a.label for a in plan.atoms]))
+    met["released_labels"] = len(plan.atoms)
+    met["released_words"] = len(M.content_word_set(a.label for a in plan.atoms))
     if truth is not None:
         met.update(M.plan_metrics(truth, admitted, L, prefix="truth_"))
         met["np_truth_overlap_at_L"] = M.plan_metrics(truth, s_star, L)["overlap_at_L"]
