@@ -28,12 +28,21 @@ def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experi
             clean: bool = typer.Option(False, "--clean/--no-clean", help="Remove this directory's earlier runs first."),
             progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
             epsilons: Optional[str] = typer.Option("0.5,1,4", "--epsilons",
-                                                   help="ε values of the printed table (all: empty).")) -> None:
+                                                   help="ε values of the printed table (all: empty)."),
+            judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url",
+                                                         help="Score each summary with an LLM judge at this "
+                                                              "OpenAI-compatible endpoint (off by default)."),
+            judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The judge's model name.")) -> None:
     """Run (or resume) a grid; write per-run artifacts, grouped tables, statistics and plots."""
     from dpspin_sql.experiment import report, runner
     from dpspin_sql.experiment.grid import load_grid
 
     g = load_grid(grid)
+    for r in g.runs:   # the judge is evaluation only: it changes no run id and no release
+        if judge_base_url:
+            r["judge_base_url"] = judge_base_url
+        if judge_model:
+            r["judge_model"] = judge_model
     target = out_dir or Path("runs") / g.name
     out.print(f"grid {g.name}: {len(g.runs)} runs → {target}")
     res = runner.run_grid(g, target, clean_first=clean, show_progress=progress, console=out)

@@ -352,6 +352,7 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
                                   [a.label for a in plan.atoms], accepted=result.accepted,
                                   attempts_used=used, fallback_used=result.fallback_used))
     met.update(M.text_metrics(result.text, ref.text))
+    met.update(_judge(run, result.text, plan, out))
     met.update(_coverage(prep, C, truth, L, [a.label for a in plan.atoms]))
     met["released_labels"] = len(plan.atoms)
     met["released_words"] = len(M.content_word_set(a.label for a in plan.atoms))
@@ -388,6 +389,17 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
         "probe_records": probe_info["inserted"] if probe_info else None,
     })
     return cfg, met
+
+
+def _judge(run: dict, summary: str, plan, out: Path) -> dict:
+    """The optional release-conditioned judge (judge.py): it sees the released object only."""
+    if not run.get("judge_base_url"):
+        return {}
+    from dpspin_sql.experiment import judge
+
+    rec = judge.judge(summary, plan, judge.JudgeConfig(base_url=run["judge_base_url"], model=run.get("judge_model")))
+    (out / "judge.json").write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return judge.metrics(rec)
 
 
 def _coverage(prep: Prep, C, truth, L: int, released: list[str]) -> dict:
@@ -452,6 +464,7 @@ def _run_baseline(prep: Prep, run: dict, out: Path, rep, n_rec, n_usr) -> tuple[
     met.update(M.verifier_metrics(result.text, [v.to_dict() for v in final_verdict.violations], released,
                                   accepted=result.accepted, attempts_used=used, fallback_used=result.fallback_used))
     met.update(M.text_metrics(result.text, ref.text))
+    met.update(_judge(run, result.text, plan, out))
     met.update(_coverage(prep, C, truth, L, released))
     if method == "np_plan":
         met.update(M.plan_metrics(C, s_star, L))
