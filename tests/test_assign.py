@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpspin_sql import assign, atoms, builders, scorers, split
+from dpspin_sql import assign, atoms, builders, embed, scorers, split
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
 from tests.helpers_atoms import cfpb_like, make_store, shared
@@ -92,7 +92,13 @@ def test_unscored_records_are_counted(tmp_path):
     assert con.execute("SELECT count(*) FROM assignments WHERE record_id = 'blank'").fetchall()[0][0] == 0
 
 
-@pytest.mark.parametrize("scorer", ["keyword", "similarity", "supervised"])
+NEEDS_MODEL = pytest.mark.skipif(embed.available() is not None,
+                                 reason=f"embedding model not installed: {embed.available()}")
+
+
+@pytest.mark.parametrize("scorer", ["keyword", "similarity", "supervised",
+                                    pytest.param("embedding", marks=NEEDS_MODEL),
+                                    pytest.param("embedding-supervised", marks=NEEDS_MODEL)])
 def test_target_canary_never_reaches_dictionary_or_scorer(tmp_path, scorer):
     con = fitted_store(tmp_path)
     assign.assign(con, scorer, K=3)
@@ -100,7 +106,7 @@ def test_target_canary_never_reaches_dictionary_or_scorer(tmp_path, scorer):
         assert CANARY not in a.label.lower() and CANARY not in a.description.lower()
     assert CANARY not in str(atoms.current_manifest(con))
     fitted = assign.load_scorer(con)
-    vocab = getattr(fitted, "vocabulary", None) or [w for ws in fitted.words for w in ws]
+    vocab = getattr(fitted, "vocabulary", None) or [w for ws in getattr(fitted, "words", []) for w in ws]
     assert not any(CANARY in term for term in vocab)
     assert CANARY.encode() not in con.execute("SELECT scorer FROM dictionary").fetchall()[0][0]
 

@@ -71,7 +71,7 @@ def test_off_by_default_and_on_from_the_grid(tiny, tmp_path):  # noqa: F811
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_judge_against_local_model(local_llm, tmp_path):
+def test_judge_against_local_model(local_llm, tmp_path):  # noqa: F811
     """SmolLM2-135M is weak: this asserts the protocol (schema-constrained integer scores),
     not the scores' quality."""
     plans = [make_plan(s) for s in range(3)]

@@ -54,7 +54,6 @@ import dataclasses
 import json
 import math
 import re
-import uuid
 from collections import Counter
 from pathlib import Path
 
