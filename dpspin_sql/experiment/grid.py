@@ -55,6 +55,7 @@ COMMON: dict = {
     "aux_fraction": 0.5,
     "split_seed": 0,
     "scorer": "similarity",
+    "renormalise": True,          # each record's kept top-K scores scaled to sum 1 (False: the old raw scores)
     "strict_sample_size": True,
     "decoder": "template",
     "max_attempts": 3,
@@ -125,12 +126,13 @@ BASELINE_SCALARS = ("baseline_mechanisms", "keyword_vocab_size", "keyword_vocabu
                     "urania_split", "urania_min_size", "urania_keywords", "judge_base_url", "judge_model")
 SCALARS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "truth_fields",
            "adjacency", "selection_fraction", "calibration", "public_denominator", "aux_fraction",
-           "split_seed", "scorer", "strict_sample_size", "decoder", "max_attempts", "seeds") + BASELINE_SCALARS
+           "split_seed", "scorer", "renormalise", "strict_sample_size", "decoder", "max_attempts",
+           "seeds") + BASELINE_SCALARS
 METHODS = ("dpspin", "keyword_hist", "category_hist", "urania", "np_plan", "np_kmeans")
 DP_BASELINES = ("keyword_hist", "category_hist", "urania")
 REFERENCES = ("np_plan", "np_kmeans")   # non-private: never charged, never published as DP
 PREP_KEYS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "m",
-             "aux_fraction", "split_seed", "unit", "scorer", "K", "probe")
+             "aux_fraction", "split_seed", "unit", "scorer", "renormalise", "K", "probe")
 
 
 @dataclass
@@ -211,6 +213,11 @@ def dataset_settings(ds_name: str, defaults: dict, overrides: dict, ddir: Path) 
         cfg["units"] = cfg.pop("unit")
     cfg["dataset"] = ds_name
     cfg["input"] = str(_resolve(cfg["input"], ddir))
+    prof = cfg.get("profile")
+    if isinstance(prof, str) and prof.endswith((".yaml", ".yml")) and not Path(prof).is_absolute():
+        cfg["profile"] = str((REPO_ROOT / prof).resolve())    # a profile file: relative to the repo root
+    if not isinstance(cfg.get("renormalise"), bool):
+        raise BadInput(f"renormalise must be true or false for {ds_name}, not {cfg.get('renormalise')!r}")
     if cfg.get("businesses"):
         cfg["businesses"] = str(_resolve(cfg["businesses"], ddir))
     return cfg

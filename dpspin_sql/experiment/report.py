@@ -18,7 +18,7 @@ from dpspin_sql.experiment.artifacts import load_runs
 
 KEYS = ("dataset", "unit", "n", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
 PROBE_KEYS = KEYS + ("probe_support",)
-METRICS = ("overlap_at_L", "mass_retained", "loss_L", "mass_topL", "boundary_gap", "noise_scale",
+METRICS = ("overlap_at_L", "mass_retained", "loss_L", "mass_topL", "boundary_gap", "sketch_mass", "noise_scale",
            "full_err_linf", "full_err_l1", "full_err_l2", "sel_err_linf", "sel_err_l1", "sel_err_l2",
            "verifier_accepted", "verifier_attempts", "verifier_fallback", "unsupported_atom_rate",
            "unsupported_comparison_rate",

@@ -236,7 +236,7 @@ def prepare(run: dict, path: Path) -> dict:
             manifest = probe.install_probe_atom(con, run["probe"], manifest)
         if run["m"] is not None and manifest["m"] < run["L"]:
             raise BadInput(f"the dictionary has only m={manifest['m']} atoms, fewer than L={run['L']}")
-        arep = assign.assign(con, run["scorer"], K=int(run["K"]))
+        arep = assign.assign(con, run["scorer"], K=int(run["K"]), renormalise=bool(run.get("renormalise", True)))
         truth_keys = None
         if run.get("truth_fields") and run["builder"] == "metadata" and run["truth_fields"] == run["fields"]:
             by_label = {e["label"]: e["values"] for e in manifest.get("atoms", [])}
@@ -340,6 +340,7 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     met: dict = {"run_id": run["run_id"], "status": "ok"}
     met.update(M.plan_metrics(C, admitted, L))
     met["boundary_gap"] = M.boundary_gap(C, L)
+    met["sketch_mass"] = float(np.sum(C))    # ‖C‖₁: how much of each unit's mass the assignment spends
     met["noise_scale"] = plan.noise_scale
     if full_noisy is not None:
         met.update(M.full_errors(C, full_noisy))
