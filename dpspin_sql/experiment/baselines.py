@@ -139,8 +139,7 @@ def fit_public(con, run: dict) -> Public:
     idf = {w: math.log((1 + n) / (1 + df.get(w, 0))) + 1 for w in keywords}
     pub = Public(keywords, [int(df.get(w, 0)) for w in keywords], idf)
     if run.get("category_field"):
-        cats: Counter = Counter(c for meta in (r[1] for r in rows)
-                                for c in [record_category(meta, run, None)] if c is not None)
+        cats: Counter = Counter(c for meta in (r[1] for r in rows) for c in record_categories(meta, run))
         ranked = sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[: int(run["category_vocab_size"])]
         pub.categories = [c for c, _ in ranked]
         pub.category_counts = [int(k) for _, k in ranked]
@@ -185,38 +184,35 @@ def _simplex_rows(W: np.ndarray) -> np.ndarray:
     return np.divide(W, s, out=np.zeros_like(W), where=s > 0)
 
 
-def record_category(meta, run: dict, vocab: dict | None) -> str | None:
-    """The record's one public category (None: none in the vocabulary).
-
-    CFPB issue / any plain field: its value. Amazon `rating`: "k stars". Yelp
-    `categories` (several per business): of the ones not in `category_exclude`, the one
-    ranked highest in the aux vocabulary (before the vocabulary exists: each is counted).
-    """
+def record_categories(meta, run: dict) -> list[str]:
+    """The record's public category values: CFPB issue or another plain field (one value),
+    Amazon `rating` ("k stars"), Yelp `categories` (several per business, less the
+    `category_exclude` ones)."""
     d = json.loads(meta) if isinstance(meta, str) else (meta or {})
     field = run["category_field"]
     value = d.get(field)
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None
+        return []
     if field in ("rating", "stars"):
         try:
             k = int(round(float(value)))
         except (TypeError, ValueError):
-            return None
-        return _in_vocab(f"{k} star" + ("" if k == 1 else "s"), vocab)
+            return []
+        return [f"{k} star" + ("" if k == 1 else "s")]
     if field == "categories":
         exclude = {str(x) for x in run.get("category_exclude") or []}
-        cands = [c.strip() for c in str(value).split(";") if c.strip() and c.strip() not in exclude]
-        if not cands:
-            return None
-        if vocab is None:
-            return sorted(cands)[0]
-        known = [c for c in cands if c in vocab]
-        return min(known, key=lambda c: vocab[c]) if known else None
-    return _in_vocab(str(value).strip(), vocab)
+        return list(dict.fromkeys(c.strip() for c in str(value).split(";") if c.strip() and c.strip() not in exclude))
+    return [str(value).strip()]
 
 
-def _in_vocab(c: str, vocab: dict | None) -> str | None:
-    return c if vocab is None or c in vocab else None
+def record_category(meta, run: dict, vocab: dict | None) -> str | None:
+    """The record's one category: of its values in the vocabulary, the one the aux split
+    ranks highest (None: none is in it). Without a vocabulary: its first value."""
+    cands = record_categories(meta, run)
+    if vocab is None:
+        return cands[0] if cands else None
+    known = [c for c in cands if c in vocab]
+    return min(known, key=lambda c: vocab[c]) if known else None
 
 
 def keyword_rows(texts_by_id: list[tuple[str, str]], pub: Public, K: int) -> list[tuple[str, int, float]]:
