@@ -109,7 +109,7 @@ def _merge(parent: dict, child: dict) -> dict:
             out[key] = {**(parent.get(key) or {}), **value}
         else:
             out[key] = value
-    out["extends"] = None
+    out["extends"] = parent.get("extends")   # the parent's own parent is merged next (a chain of extends)
     return out
 
 

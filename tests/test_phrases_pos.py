@@ -90,3 +90,14 @@ def test_builder_drops_them_and_says_why(tmp_path, pos_filter):
         assert {"hair look", "drink order"} <= labels
         assert manifest["not_noun_phrases"] == []
     con.close()
+
+
+def test_a_profile_extending_a_builtin_that_extends_default_gets_all_three(tmp_path):
+    """extends is a chain: a file extending `beauty` (which extends `default`) keeps default's
+    stop words and beauty's rules (a file that only turns the noun-phrase rule off is the
+    beauty profile without it)."""
+    f = tmp_path / "p.yaml"
+    f.write_text("name: p\nextends: beauty\npos_filter: false\n")
+    p, beauty = load_profile(str(f)), load_profile("beauty")
+    assert p.pos_filter is False and beauty.pos_filter is True
+    assert "dont" in p.words("stop_words") and p.lists == beauty.lists and p.maps == beauty.maps
