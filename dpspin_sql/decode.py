@@ -123,7 +123,9 @@ def template_summary(plan: Any) -> str:
     intervals = (any(_half_width(a, v) is not None for a in atoms) and _confidence_sentence(v) is not None
                  and _verifier_reads_intervals())
     eps = v.get("epsilon")
-    head = f"This differentially private plan lists {len(atoms)} themes"
+    # a non-private reference (experiments only) must never read as a DP release
+    kind = "non-private reference" if v.get("mechanism") == "non_private" else "differentially private"
+    head = f"This {kind} plan lists {len(atoms)} themes"
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
     lines = [head, f"The most common theme is {atoms[0]['label']}."]
     lines += [_template_atom_sentence(a, v, intervals) for a in atoms]

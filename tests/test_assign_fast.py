@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer
 
-from dpspin_sql import assign, atoms, builders, scorers
+from dpspin_sql import assign, builders, scorers
 from dpspin_sql.termcount import TOKEN_PATTERN, TermCounter, _IntMap
 from tests.helpers_atoms import cfpb_like, make_store
 

@@ -30,7 +30,11 @@ def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experi
             epsilons: Optional[str] = typer.Option("0.5,1,4", "--epsilons",
                                                    help="ε values of the printed table (all: empty)."),
             plots: bool = typer.Option(True, "--plots/--no-plots",
-                                       help="Draw the plots (needs the plots extra).")) -> None:
+                                       help="Draw the plots (needs the plots extra)."),
+            judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url",
+                                                         help="Score each summary with an LLM judge at this "
+                                                              "OpenAI-compatible endpoint (off by default)."),
+            judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The judge's model name.")) -> None:
     """Run (or resume) a grid; write per-run artifacts, grouped tables, statistics and plots."""
     from dpspin_sql.experiment import report, runner
     from dpspin_sql.experiment.grid import load_grid
@@ -41,6 +45,11 @@ def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experi
         require("matplotlib")   # before any run, not after the whole grid
 
     g = load_grid(grid)
+    for r in g.runs:   # the judge is evaluation only: it changes no run id and no release
+        if judge_base_url:
+            r["judge_base_url"] = judge_base_url
+        if judge_model:
+            r["judge_model"] = judge_model
     target = out_dir or Path("runs") / g.name
     out.print(f"grid {g.name}: {len(g.runs)} runs → {target}")
     res = runner.run_grid(g, target, clean_first=clean, show_progress=progress, plots=plots, console=out)
@@ -79,5 +88,8 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="Output directory of `dp
     typer.echo(report.to_markdown(tables["rows"], eps))
     if tables["probe_rows"]:
         typer.echo(report.probe_markdown(tables["probe_rows"]))
+    cmp_md = run_dir / "report" / "comparison.md"
+    if cmp_md.exists():
+        typer.echo(cmp_md.read_text(encoding="utf-8"))
     out.print(f"{tables['n_runs']} run(s), {tables['n_failed']} failed; tables in {run_dir / 'report'}",
               markup=False)

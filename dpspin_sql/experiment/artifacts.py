@@ -3,7 +3,8 @@
     grid.yaml                   the grid file this directory belongs to
     prep/<prep_key>.duckdb      cached preparation: load → split → atoms (aux) → assign
     runs/<run_id>/              config.yaml, private_plan.json, summary.txt,
-                                verifier_attempts.json, metrics.json  (or error.json)
+                                verifier_attempts.json, metrics.json  (or error.json);
+                                a non-private reference has reference_plan.json instead
     stats/, report/, plots/     dataset statistics, grouped tables, figures
 
 Both the runner (which writes runs) and the report (which reads them) use this module.
@@ -35,7 +36,9 @@ def run_state(run_dir: Path) -> str:
     if not run_dir.is_dir():
         return "missing"
     mpath = run_dir / "metrics.json"
-    if mpath.exists() and all((run_dir / f).exists() for f in RUN_FILES):
+    # a non-private reference writes reference_plan.json instead of private_plan.json
+    plan_ok = (run_dir / "private_plan.json").exists() or (run_dir / "reference_plan.json").exists()
+    if mpath.exists() and plan_ok and all((run_dir / f).exists() for f in RUN_FILES if f != "private_plan.json"):
         try:
             if json.loads(mpath.read_text(encoding="utf-8")).get("status") == "ok":
                 return "done"

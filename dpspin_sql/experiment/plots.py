@@ -212,7 +212,8 @@ def write_all(out_dir: str | Path, tables: dict) -> list[Path]:
     for old in pdir.glob("*.png"):
         old.unlink()
     written = []
-    for (ds, unit, B, n, m, K, L, delta), rows in sorted(_figure_groups(tables["rows"]).items(), key=str):
+    dpspin_rows = [r for r in tables["rows"] if r["mechanism"] in LABELS]   # baselines: comparison.py
+    for (ds, unit, B, n, m, K, L, delta), rows in sorted(_figure_groups(dpspin_rows).items(), key=str):
         size = f"n{n}" if unit == "record" else f"u{n}"
         name = f"{ds}-{unit}" + (f"-B{B:g}" if unit == "user" else "") + f"-{size}-m{m}-K{K}-L{L}-d{delta:g}.png"
         title = (f"{ds}, {unit} level" + (f", B={B:g}" if unit == "user" else "") +
@@ -226,4 +227,7 @@ def write_all(out_dir: str | Path, tables: dict) -> list[Path]:
     for (ds, unit, n, m, K, L), rows in groups.items():
         written.append(plot_probe(rows, pdir / f"probe-{ds}-{unit}-n{n}-m{m}-K{K}-L{L}.png",
                                   f"probe atom, {ds} {unit} level, n={n}, m={m}, K={K}, L={L}"))
+    from dpspin_sql.experiment import comparison
+
+    written += comparison.write_figures(out_dir)
     return written
