@@ -1,4 +1,4 @@
-"""Verbalization of a released plan (SPEC §5): template and LLM decoders, verifier loop.
+"""Verbalization of a released plan (docs/DESIGN.md §6): template and LLM decoders, verifier loop.
 
 Both decoders see only `public_view(plan)` — a whitelist of released, public
 fields — and fixed public instructions, so the summary is post-processing of

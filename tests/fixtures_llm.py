@@ -35,7 +35,7 @@ PHRASE_LABELS = [
 
 def make_plan(seed: int, kind: str = "phrases", L: int | None = None, m: int | None = None,
               denominator: bool = True, margin: float | None = None) -> dict:
-    """A SPEC §4 plan from public labels with made-up noisy masses (deterministic per seed)."""
+    """A docs/PLAN.md plan from public labels with made-up noisy masses (deterministic per seed)."""
     rng = random.Random(seed)
     pool = CFPB_LABELS if kind == "cfpb" else PHRASE_LABELS
     m = m or rng.randint(12, min(40, len(pool)))

@@ -2,7 +2,7 @@
 ledger, CLI): tiny DuckDB stores written directly, an independent pure-Python reference
 of the enforced sketch, store snapshots, and CLI invocation.
 
-The reference sketch below is written from SPEC §1 and docs/ARCHITECTURE.md ("Fixed
+The reference sketch below is written from docs/DESIGN.md §1 and docs/ARCHITECTURE.md ("Fixed
 point"), not from the SQL: a weight becomes floor(min(w, 1)·2^S) when it is a finite
 positive number (anything else is dropped), duplicated (record, atom) rows keep their
 largest weight, a record keeps its top K atoms by fixed-point weight (tie → lower atom

@@ -1,4 +1,4 @@
-"""The sketch holds its bounds whatever the assignments table holds (SPEC §1).
+"""The sketch holds its bounds whatever the assignments table holds (docs/DESIGN.md §1).
 
 Hostile tables — negative, NaN, ±inf, huge (1e308), zero and subnormal weights,
 NULLs, duplicated rows, K+5 atoms per record, unknown atom ids, rows for unknown,
