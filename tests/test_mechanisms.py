@@ -28,7 +28,7 @@ from dpspin_sql.mechanisms import make_mechanism
 from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sensitivity import fixed_point_d_in, sensitivity
 from dpspin_sql.sketch import SCALE, fixed_bound
-from tests.helpers_core import synthetic_store
+from tests.helpers.core import synthetic_store
 
 dp.enable_features("contrib")
 

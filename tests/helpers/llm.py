@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CFPB_LABELS: list[str] = json.loads((DATA / "cfpb_labels.json").read_text())["labels"]
 PHRASE_LABELS = [
     "dry skin", "oily skin", "sensitive skin", "strong smell", "nice scent", "long lasting", "easy application",
