@@ -53,7 +53,7 @@ def _cap(s: str) -> str:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.1f}"
+    return f"{x + 0.0:.1f}" if round(x, 1) != 0 else "0.0"   # never "-0.0"
 
 
 def _atom_sentence(a: dict) -> str:
