@@ -53,6 +53,7 @@ class Check:
         self.n = len(plan["atoms"])
         self.max_rank = max((int(a.get("rank", i + 1)) for i, a in enumerate(plan["atoms"])), default=0)
         self.mentions: list[Mention] = []
+        self.label_spans: list[tuple[int, int, frozenset]] = []  # every label match (admitted or not): start, end, ids
         self.consumed: list[tuple[int, int]] = []
         self.rank_spans: list[tuple[int, int]] = []
         self.rank_counts: list[tuple[int, int, int, int, int]] = []  # rank groups: (start, number start, end, N, end)
