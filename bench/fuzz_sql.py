@@ -3,7 +3,7 @@
     .venv/bin/python bench/fuzz_sql.py fuzz   [--cli N] [--sketch M] [--seed S] [--minutes T]
     .venv/bin/python bench/fuzz_sql.py timing [--users U] [--repeat R]
 
-fuzz: the CI fuzzer of tests/test_sql_fuzz.py (tests/sql_fuzz.py) at size: N accepted
+fuzz: the CI fuzzer of tests/test_sql_fuzz.py (tests/helpers/sql_fuzz.py) at size: N accepted
 statements through the CLI on every store of the family (base without X, 17 variants of the
 adversarial record X, the union store), both mechanisms; M accepted statements at the sketch
 level on every store. Prints the JSON report; exits 1 if any outcome differed.
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import sql_fuzz  # noqa: E402
+from tests.helpers import sql_fuzz  # noqa: E402
 
 DP = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e-9, mechanism = 'laplace', top = 3) atom_id, "
       "DPSPIN_MASS(weight) FROM assignments JOIN records USING (record_id) WHERE {} GROUP BY atom_id")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fixtures_llm import llama_server, local_llm_skip_reason  # noqa: E402
+from tests.helpers.llm import llama_server, local_llm_skip_reason  # noqa: E402
 
 from dpspin_sql.decode import LLMConfig, summarize  # noqa: E402
 from dpspin_sql.plan import dictionary_sidecar  # noqa: E402

@@ -2,7 +2,7 @@
 released plan to state and in what order; this module writes them.
 
 Everything here reads only the public view of a released plan (`decode.public_view`), so
-it is post-processing (SPEC §5).
+it is post-processing (docs/DESIGN.md §6).
 
 * `menu(view)` — every claim the plan supports, true by construction: the rank-1 theme,
   each theme's rank, bin, released mass and accuracy interval, the comparisons the

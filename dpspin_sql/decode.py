@@ -1,4 +1,4 @@
-"""Verbalization of a released plan (SPEC §5): template and LLM decoders, verifier loop.
+"""Verbalization of a released plan (docs/DESIGN.md §6): template and LLM decoders, verifier loop.
 
 Both decoders see only `public_view(plan)` — a whitelist of released, public
 fields — and fixed public instructions, so the summary is post-processing of
@@ -53,7 +53,7 @@ def _cap(s: str) -> str:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.1f}"
+    return f"{x + 0.0:.1f}" if round(x, 1) != 0 else "0.0"   # never "-0.0"
 
 
 def _atom_sentence(a: dict) -> str:

@@ -2,7 +2,7 @@
 
 A scorer turns texts into an (n × m) matrix of non-negative scores over the dictionary
 in atom_id order; `score_top_k` keeps the K best (lower atom index wins ties) and
-normalises them to L1 ≤ 1 — the record contribution bound of SPEC §1. By default the
+normalises them to L1 ≤ 1 — the record contribution bound of docs/DESIGN.md §1. By default the
 kept scores are scaled to sum to 1 (`renormalise=True`: every assigned record spends its
 whole unit of mass); `renormalise=False` keeps them as they are, scaled down only when
 above 1 (class probabilities then keep the mass of the classes left out). Everything a

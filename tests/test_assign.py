@@ -13,7 +13,7 @@ from dpspin_sql import assign, atoms, builders, scorers, split
 from dpspin_sql import embedding as embed
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, shared
+from tests.helpers.atoms import cfpb_like, make_store, shared
 
 FIELDS = ["product", "issue", "sub_issue"]
 WORDS = ["skin", "dry", "hair", "fee", "late", "debt", "card", "smell", "pump", "staff", "wait", "food",

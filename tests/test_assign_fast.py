@@ -20,7 +20,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from dpspin_sql import assign, builders, scorers
 from dpspin_sql.termcount import TOKEN_PATTERN, TermCounter, _IntMap
-from tests.helpers_atoms import cfpb_like, make_store
+from tests.helpers.atoms import cfpb_like, make_store
 
 FIELDS = ["product", "issue", "sub_issue"]
 

@@ -8,7 +8,7 @@ import pytest
 from dpspin_sql import atoms, builders, phrases, split, store
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, shared
+from tests.helpers.atoms import cfpb_like, make_store, shared
 
 FIELDS = ["product", "issue", "sub_issue"]
 

@@ -22,7 +22,7 @@ from dpspin_sql import ledger, store
 from dpspin_sql.errors import BudgetExceeded, LedgerTampered
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
-from tests.helpers_core import (assert_one_line_error, cli, install_atoms, new_store, put_records, read_plan, snapshot,
+from tests.helpers.core import (assert_one_line_error, cli, install_atoms, new_store, put_records, read_plan, snapshot,
                                 synthetic_store)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from dpspin_sql.cli import run
-from tests.card_fixtures import HOSTILE, Page, make_release
-from tests.helpers_core import assert_one_line_error, cli, synthetic_store
+from tests.helpers.card import HOSTILE, Page, make_release
+from tests.helpers.core import assert_one_line_error, cli, synthetic_store
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import typer
 import typer.main
 
 from dpspin_sql.cli import app
-from tests.helpers_core import assert_one_line_error, cli, snapshot, synthetic_store
+from tests.helpers.core import assert_one_line_error, cli, snapshot, synthetic_store
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import pytest
 from dpspin_sql.decode import LLMConfig, public_view, summarize, template_summary, write_summary
 from dpspin_sql.verify import verify
 
-from fixtures_llm import ScriptedServer, make_plan
+from tests.helpers.llm import ScriptedServer, make_plan
 
 PLAN = make_plan(11, "phrases", L=5, denominator=True, margin=10.0)
 A1, A2 = PLAN["atoms"][0]["label"], PLAN["atoms"][1]["label"]
@@ -228,7 +228,7 @@ def test_cli_uses_dictionary_sidecar(cli, tmp_path):
 def test_canary_in_target_records_never_reaches_the_decoder(tmp_path):
     """Plant a canary in every target record, release a plan with the real pipeline, run the loop."""
     pytest.importorskip("opendp")
-    from fixtures_llm import pipeline_plan_with_canary
+    from tests.helpers.llm import pipeline_plan_with_canary
 
     canary = "ZQXCANARY4471"
     try:

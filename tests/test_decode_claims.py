@@ -25,7 +25,7 @@ from dpspin_sql.decode import (
 )
 from dpspin_sql.verify import verify
 
-from fixtures_llm import ScriptedServer, make_plan
+from tests.helpers.llm import ScriptedServer, make_plan
 
 
 def cfg(server, **kw) -> LLMConfig:

@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pytest
 
-from dpspin_sql import assign, atoms, builders, scorers
+from dpspin_sql import assign, builders, scorers
 from dpspin_sql import embedding as embed
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store
+from tests.helpers.atoms import cfpb_like, make_store
 
 FIELDS = ["product", "issue", "sub_issue"]
 CANARY = "zorblaxquint"

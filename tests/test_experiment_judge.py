@@ -12,7 +12,7 @@ from dpspin_sql.decode import template_summary
 from dpspin_sql.experiment import grid as G
 from dpspin_sql.experiment import judge, runner
 
-from fixtures_llm import ScriptedServer, local_llm, make_plan, pipeline_plan_with_canary  # noqa: F401
+from tests.helpers.llm import ScriptedServer, local_llm, make_plan, pipeline_plan_with_canary  # noqa: F401
 from tests.test_experiment_runner import tiny, tiny_grid, write_cfpb  # noqa: F401
 
 

@@ -15,53 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_copy
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sql import audit_statement, run_sql
 from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.engines.postgres import PostgresEngine
-from test_sql_run import build_store, stmt
+from tests.helpers.core import open_copy
+from tests.helpers.postgres import as_postgres_user, pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
+from tests.helpers.sql import build_store, stmt
 
 pytestmark = pytest.mark.postgres
-
-
-def _pg_bin(name: str) -> str | None:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else shutil.which(name)
-
-
-def _as_postgres_user() -> list[str]:
-    """initdb and postgres refuse to run as root: run them as the `postgres` user then."""
-    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[postgres]')")
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    work = Path(tempfile.mkdtemp(prefix="dpspin-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(work, "postgres")
-    with contextlib.closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    data = work / "data"
-    subprocess.run([*_as_postgres_user(), initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-l", str(work / "log"), "-w", "-o",
-                    f"-p {port} -k {work} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True)
-    try:
-        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
-        psycopg.connect(dsn).close()
-        yield dsn
-    finally:
-        subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +108,7 @@ def test_cli_postgres_engine(con, pg_dsn, tmp_path, capsys):
 def _server_csv(pg_dsn: str, sketch_sql: str, path: Path) -> Path:
     """Run the emitted query on the server and write its rows as psql --csv would (psql when
     installed, else the server's own COPY ... TO STDOUT)."""
-    psql = _pg_bin("psql")
+    psql = pg_bin("psql")
     query = sketch_sql.strip()
     if psql:
         subprocess.run([psql, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1", "-d", pg_dsn, "-o", str(path),

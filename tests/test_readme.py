@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dpspin_sql import cli
-from test_postgres import _pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
+from tests.helpers.postgres import pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -113,7 +113,7 @@ def test_sql_spark_block(sql_dir):
 
 @pytest.mark.postgres
 def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # noqa: F811 - the imported fixture
-    if not _pg_bin("psql"):
+    if not pg_bin("psql"):
         pytest.skip("psql (the PostgreSQL client) is not installed; the README block runs it")
     run_bash(SQL_BLOCKS[2], sql_dir, {"DPSPIN_PG_DSN": pg_dsn})
     assert (sql_dir / "plan_pg.json").exists() and (sql_dir / "plan_warehouse.json").exists()

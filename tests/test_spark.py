@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_copy
+from tests.helpers.core import open_copy
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,7 @@ import pytest
 
 from dpspin_sql import atoms, builders, split
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, splits
+from tests.helpers.atoms import cfpb_like, make_store, splits
 
 
 def user_rows(n_users: int = 60, per: int = 3, reverse: bool = False) -> list[dict]:

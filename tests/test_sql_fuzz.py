@@ -1,4 +1,4 @@
-"""Neighbour invariance of `dpspin sql`, fuzzed (tests/sql_fuzz.py; the big run is bench/fuzz_sql.py).
+"""Neighbour invariance of `dpspin sql`, fuzzed (tests/helpers/sql_fuzz.py; the big run is bench/fuzz_sql.py).
 
 Statements come from a seeded generator over the audit's grammar (every admitted function
 and operator, random and hostile literals, near misses the audit must refuse). Each accepted
@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-import sql_fuzz
-
+from tests.helpers import sql_fuzz
 CLI_STATEMENTS = 6         # accepted statements through the CLI, each on 6 stores
 SKETCH_STATEMENTS = 40     # accepted statements at the sketch level, each on all 19 stores
 SEED = 20261107

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 import sqlglot
 
-import sql_fuzz
+from tests.helpers import sql_fuzz as sql_fuzz
 from dpspin_sql.errors import AuditRefusal, BadInput
 from dpspin_sql.sql import audit_statement
 from dpspin_sql.sql import totality

@@ -7,7 +7,7 @@ contract:
   case every violation's span lies inside the one defective sentence (bad_sentence);
 * test_blind_rates prints the false-rejection rate (valid rejected / valid) and the miss
   rate (unfaithful accepted / unfaithful), overall and per class (run with -s to see it);
-* test_plans_self_consistent checks the corpus plans against SPEC §4 and docs/VERIFIER.md
+* test_plans_self_consistent checks the corpus plans against docs/PLAN.md and docs/VERIFIER.md
   (ranks by noisy mass, display mass, support, bins, intervals, L, m, dictionary).
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from dpspin_sql.verify import verify
-from verifier_rule_plans import plan
+from tests.helpers.verifier_plans import plan
 
 # ---------------------------------------------------------------- counts of themes, ranks, bins
 COUNTS_VALID = [

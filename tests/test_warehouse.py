@@ -17,7 +17,7 @@ from dpspin_sql import cli, ledger, store
 from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.sql import audit_statement
 from dpspin_sql.warehouse import check_vector, read_result
-from test_sql_run import build_store, stmt
+from tests.helpers.sql import build_store, stmt
 
 
 @pytest.fixture(scope="module")

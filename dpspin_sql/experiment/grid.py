@@ -35,7 +35,7 @@ from dpspin_sql.experiment.probe import DEFAULT_PROBE, PROBE_SWEPT
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MECHANISMS = ("laplace", "gaussian", "private_topL")   # the grid's default sweep
 
-# Values shared by every dataset (the paper's main configuration, SPEC §7).
+# Values shared by every dataset (the paper's main configuration, docs/DESIGN.md §9).
 COMMON: dict = {
     "units": ["record"],
     "n_records": [1000],

@@ -1,7 +1,7 @@
-"""Metric functions of SPEC §6. Pure: arrays and strings in, numbers out.
+"""Metric functions of docs/DESIGN.md §9. Pure: arrays and strings in, numbers out.
 
 Notation: `C` is the non-private sketch (float, one entry per atom in dictionary order),
-`S* = Top_L(C)` with the SPEC tie-break (higher mass first, then lower index),
+`S* = Top_L(C)` with the plan's tie-break (higher mass first, then lower index),
 `M(S; C) = Σ_{j∈S} C_j`, and `S̃` the admitted positions of a released plan.
 
 These numbers use non-private values; they are evaluation output of the curator's
@@ -233,7 +233,7 @@ def count_comparisons(text: str) -> int:
 
 def verifier_metrics(summary: str, violations: Sequence[dict], admitted_labels: Iterable[str],
                      accepted: bool, attempts_used: int, fallback_used: bool = False) -> dict:
-    """SPEC §6 verifier measures of one final summary.
+    """docs/DESIGN.md §9 verifier measures of one final summary.
 
     unsupported_atom_rate = mentions of atoms outside S̃ / all atom mentions, where the
     outside mentions are the verifier's `unadmitted_atom` violations and the inside ones

@@ -1,4 +1,4 @@
-"""The probe-atom experiment (paper §6.3, SPEC §6).
+"""The probe-atom experiment (paper §6.3, docs/DESIGN.md §9).
 
 A public probe atom — label and description fixed in the grid file, before any target
 record is read — is appended to the dictionary built on the auxiliary split. For each

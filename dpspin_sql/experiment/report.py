@@ -1,4 +1,4 @@
-"""Grouped summaries across seeds (SPEC §7), written as CSV and Markdown.
+"""Grouped summaries across seeds (docs/DESIGN.md §9), written as CSV and Markdown.
 
 Runs with the same dataset, unit, sample size (n_records or n_users), m, K, L, mechanism,
 ε, δ and B form one group; each metric is summarised by mean, min, max and standard
@@ -31,7 +31,7 @@ MECH_ORDER = {"laplace": 0, "gaussian": 1, "private_topL": 2}
 
 
 def group_key(config: dict, probe: bool = False) -> tuple:
-    """The grouping key of one run's final configuration (SPEC §7)."""
+    """The grouping key of one run's final configuration (docs/DESIGN.md §9)."""
     n = config.get("n_records") if config["unit"] == "record" else config.get("n_users")
     m = config.get("m_effective", config.get("m"))
     mech = config["mechanism"]

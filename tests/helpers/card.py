@@ -5,7 +5,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from tests.helpers_core import install_atoms, new_store, put_assignments, put_records
+from tests.helpers.core import install_atoms, new_store, put_assignments, put_records
 
 # labels are public but not plain text: every one must reach the page as text, never markup
 HOSTILE = ["<script>alert(1)</script> login failure", "refund & <b>billing</b> delay",

@@ -6,7 +6,7 @@ Debian's `chromium` and `chromium-driver` packages provide both binaries
 with a new empty profile and every background service off, so it never reaches for the
 network; pages are opened from file:// URLs.
 
-    python tests/helpers_browser.py CARD.html OUT.png [WIDTH]   # a full-page screenshot
+    python -m tests.helpers.browser CARD.html OUT.png [WIDTH]   # a full-page screenshot
 """
 from __future__ import annotations
 

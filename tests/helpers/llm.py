@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CFPB_LABELS: list[str] = json.loads((DATA / "cfpb_labels.json").read_text())["labels"]
 PHRASE_LABELS = [
     "dry skin", "oily skin", "sensitive skin", "strong smell", "nice scent", "long lasting", "easy application",
@@ -35,7 +35,7 @@ PHRASE_LABELS = [
 
 def make_plan(seed: int, kind: str = "phrases", L: int | None = None, m: int | None = None,
               denominator: bool = True, margin: float | None = None) -> dict:
-    """A SPEC §4 plan from public labels with made-up noisy masses (deterministic per seed)."""
+    """A docs/PLAN.md plan from public labels with made-up noisy masses (deterministic per seed)."""
     rng = random.Random(seed)
     pool = CFPB_LABELS if kind == "cfpb" else PHRASE_LABELS
     m = m or rng.randint(12, min(40, len(pool)))

@@ -9,7 +9,7 @@ import pytest
 
 from dpspin_sql import store
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def shared(*parts: str) -> Path:

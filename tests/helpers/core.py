@@ -2,7 +2,7 @@
 ledger, CLI): tiny DuckDB stores written directly, an independent pure-Python reference
 of the enforced sketch, store snapshots, and CLI invocation.
 
-The reference sketch below is written from SPEC §1 and docs/ARCHITECTURE.md ("Fixed
+The reference sketch below is written from docs/DESIGN.md §1 and docs/ARCHITECTURE.md ("Fixed
 point"), not from the SQL: a weight becomes floor(min(w, 1)·2^S) when it is a finite
 positive number (anything else is dropped), duplicated (record, atom) rows keep their
 largest weight, a record keeps its top K atoms by fixed-point weight (tie → lower atom
@@ -23,8 +23,8 @@ from dpspin_sql import atoms as atoms_mod
 from dpspin_sql import queries, store
 from dpspin_sql.sketch import SCALE, SCALE_BITS
 
-DATA = Path(__file__).resolve().parent / "data"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 # --------------------------------------------------------------------------- stores
@@ -168,7 +168,7 @@ def sql_unit_vectors(con, unit: str, K: int, B: float = 1.0) -> dict[tuple, int]
     the intermediate CTE. Keys are (unit id, atom_id)."""
     unit_sql = queries.load(f"sketch_{unit}")
     head, sep, _ = unit_sql.rpartition("\nSELECT atom_id")
-    assert sep, "the sketch query no longer ends in 'SELECT atom_id …'; update tests/helpers_core.py"
+    assert sep, "the sketch query no longer ends in 'SELECT atom_id …'; update tests/helpers/core.py"
     if unit == "record":
         tail = "\nSELECT record_id, atom_id, v FROM record_vectors"
         params = {"K": K, "scale": SCALE}
@@ -232,3 +232,17 @@ SPEC_PLAN_KEYS = {"schema_version", "mechanism", "epsilon", "delta", "unit", "ad
 SPEC_ATOM_KEYS = {"atom_id", "label", "description", "noisy_mass", "display_mass", "bin", "rank"}
 
 __all__ = ["SCALE", "SCALE_BITS"]
+
+
+def open_copy(template: Path, tmp_path: Path):
+    """A connection to a fresh copy of a module's template store (tests mutate it freely);
+    use as `yield from open_copy(template, tmp_path)` in a fixture."""
+    import shutil
+
+    from dpspin_sql import store
+
+    path = tmp_path / "store.duckdb"
+    shutil.copy(template, path)
+    con = store.connect(path)
+    yield con
+    con.close()
