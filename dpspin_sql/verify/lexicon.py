@@ -19,6 +19,8 @@ class Mention:
     end: int
     atoms: frozenset
     text: str
+    anaphor: str = ""   # a resolved anaphor ("it", "the latter"): the mention stands at the anaphor's span
+    group: int = -1     # the anaphor it resolves; a plural anaphor is one mention per theme, all in one group
 
 
 class Lexicon:
