@@ -55,6 +55,7 @@ _VERBS = (r"(?:is|was|are|were|'s|'re|has|have|had|ranks?|comes?|came|sits?|sat|
           r"heads?|headed|beats?|matches|match|ties|tie|tied|shares?|shared|totals?|totalled|totaled|registers?|"
           r"attracts?|gathers?|earns?|scores?|features?|dominates?|comprises?|constitutes?|differs?|differ|"
           r"can|could|may|might|would|will|should|must|do|does|did)")
+_VERB_FIRST = re.compile(rf"[\s,;:—–-]*(?:{_ADV}\s+){{0,2}}(?:{_VERBS}\b|$)", re.I)  # "…, is more common than it"
 _VERB_AFTER = re.compile(rf"\s+(?:{_ADV}\s+){{0,2}}{_VERBS}\b", re.I)
 # a clause-initial position: sentence or clause start, after a conjunction, or after a complementizer (pronouns)
 _LEAD = (r"(?:\s*(?:and|but|so|yet|or|while|whereas|although|though|because|since|as|where|then|also|still|meanwhile|"
@@ -63,8 +64,10 @@ _LEAD = (r"(?:\s*(?:and|but|so|yet|or|while|whereas|although|though|because|sinc
          r"in\s+fact|in\s+particular|above\s+all|of\s+course|after\s+all|even\s+so|on\s+the\s+other\s+hand|"
          r"in\s+other\s+words|by\s+comparison|in\s+comparison|as\s+expected|for\s+(?:its|their)\s+part|"
          r"[a-z]+ly)\b\s*,?)*\s*$")
-_SUBJECT_POS = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s)" + _LEAD, re.I)
-_SUBJECT_POS_PRONOUN = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|\b(?:that|meaning|which\s+means)\b)"
+_CONJ = r"\b(?:and|but|yet|so|or|while|whereas|although|though|because|since)\b"
+_SUBJECT_POS = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|" + _CONJ + ")" + _LEAD, re.I)
+_SUBJECT_POS_PRONOUN = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|\b(?:that|meaning|which\s+means)\b|"
+                                  + _CONJ + ")"
                                   + _LEAD, re.I)
 # "It is worth noting that …", "it seems", "it should be noted": no reference
 _EXPLETIVE = re.compile(
@@ -321,14 +324,17 @@ def _subject_runs(c: Check, ms: list[Mention]) -> list[list[Mention]]:
     return out
 
 
-def _scope(c: Check, a: Anaphor, mentions: list[Mention]) -> tuple[list[Mention], int]:
-    """The antecedent scope: the mentions before the anaphor in its sentence, else those of the previous sentence."""
+def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) -> tuple[list[Mention], int]:
+    """The antecedent scope: the mentions before the anaphor in its sentence, else (or with `back`) those of the
+    previous sentence."""
     ss, se = c.sents[a.sentence]
-    here = [m for m in mentions if ss <= m.start and m.end <= a.start]
-    if a.position == "object":  # not the subject of its own comparison: the themes before the cue in its clause
-        cs, _ = span_of(c.clauses_of(a.sentence), a.exclude_before, (ss, se))
-        subject = {m.atoms for m in here if cs <= m.start and m.end <= a.exclude_before}
-        here = [m for m in here if m.atoms not in subject]
+    here = [] if back else [m for m in mentions if ss <= m.start and m.end <= a.start]
+    if a.position == "object":  # not the subject of its own comparison: the themes before the cue in its clause,
+        cs, _ = span_of(c.clauses_of(a.sentence), a.exclude_before, (ss, se))  # else the last before it when the
+        subject = [m for m in here if cs <= m.start and m.end <= a.exclude_before]  # clause opens on its verb
+        if not subject and _VERB_FIRST.match(c.masked, cs, a.exclude_before):
+            subject = [m for m in here if m.end <= a.exclude_before][-1:]
+        here = [m for m in here if m.atoms not in {x.atoms for x in subject}]
     if here:
         return here, a.sentence
     if a.sentence == 0:
@@ -355,9 +361,18 @@ def _alternatives(c: Check, a: Anaphor, mentions: list[Mention]) -> list[list[fr
     if not a.noun and not any(ss <= m.start and m.end <= a.start for m in mentions) \
             and _GENERIC["pl" if a.kind == "pl" else "sg"].search(c.masked, ss, a.start):
         return None  # "Two themes count as distinct only when their masses differ by the margin": themes in general
-    scope, k = _scope(c, a, mentions)
     ex = _excluded(c, a, mentions)
-    scope = [m for m in scope if m.atoms not in ex]
+    for back in (False, True):  # a group anaphor looks back a sentence when its own names no group
+        scope, k = _scope(c, a, mentions, back)
+        scope = [m for m in scope if m.atoms not in ex]
+        found = _referents(c, a, scope, k)
+        if found or a.kind not in ("pl", "former", "latter", "idx") or k != a.sentence:
+            break
+    return found
+
+
+def _referents(c: Check, a: Anaphor, scope: list[Mention], k: int) -> list[list[frozenset]] | None:
+    """_alternatives within one scope."""
     themes = _distinct(scope)
     if not themes:
         # only a theme can be compared or ranked; "it" with a number may be the data ("It covers 8,000 reviews")
