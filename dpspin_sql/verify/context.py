@@ -64,7 +64,7 @@ class Check:
         self._respective: dict[int, Mention] | None = None
         self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
 
-    def fork(self) -> "Check":
+    def fork(self) -> Check:
         """A copy whose later rules can run on one reading without touching this state."""
         f = copy.copy(self)
         f.out, f.mentions, f.consumed = list(self.out), list(self.mentions), list(self.consumed)

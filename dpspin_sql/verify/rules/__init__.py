@@ -7,7 +7,20 @@ that judges a number or phrase consumes it so that `numbers`, last, leaves it al
 A rule may return a list of forked checks (`Check.fork`): the later rules then run on
 each, and a violation on any of them counts (`anaphora`: one fork per reading).
 """
-from . import anaphora, anecdotes, bins, comparisons, counts, details, intervals, mentions, numbers, quantifiers, ranks, temporal
+from . import (
+    anaphora,
+    anecdotes,
+    bins,
+    comparisons,
+    counts,
+    details,
+    intervals,
+    mentions,
+    numbers,
+    quantifiers,
+    ranks,
+    temporal,
+)
 
 RULES = (
     mentions,      # theme labels → mentions; unadmitted_atom

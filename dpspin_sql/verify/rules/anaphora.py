@@ -28,7 +28,6 @@ claim.
 """
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -104,8 +103,9 @@ _FORMS = [
                 rf"(?:two|three|four|five|pair))(?:\s+(?:two|three|four|five))?(?:\s+{_NOUNS_PL})?\b", re.I), "idx"),
     (re.compile(rf"\bthe\s+(?P<fl>former|latter)(?:\s+(?:{_NOUNS}|one))?\b(?!\s+(?:two|three|pair|group|{_NOUNS_PL})\b)",
                 re.I), "fl"),
-    (re.compile(rf"\b(?:both|each|all)\s+of\s+(?:them|these|those|the\s+two)\b", re.I), "pl"),
-    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6])(?:\s+{_NOUNS_PL})?\b", re.I), "pl"),
+    (re.compile(r"\b(?:both|each|all)\s+of\s+(?:them|these|those|the\s+two)\b", re.I), "pl"),
+    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6])(?:\s+{_NOUNS_PL})?\b", re.I),
+     "pl"),
     (re.compile(rf"\b(?:these|those|both)\s+{_NOUNS_PL}\b|\bthe\s+(?:pair|former\s+two|latter\s+two)\b", re.I), "pl"),
     (re.compile(rf"\b(?:this|that|the\s+same)\s+(?:{_NOUNS}|one)\b|\bthe\s+{_NOUNS}\b", re.I), "sg"),
     (re.compile(r"\b(?P<poss>its|their)\s+(?:(?:released|noisy|own|estimated|public|overall|total|relative|displayed)\s+)?"
@@ -129,9 +129,10 @@ _OPENER = re.compile(r"^[\s,;:—–()\-*•#>\d.]*(?:(?:and|but|so|yet|while|wh
                      r"by\s+contrast|in\s+contrast|in\s+turn|in\s+addition)\b[\s,]*)*$", re.I)
 # themes in general, which a pronoun of the same number may refer to ("a theme … it", "two themes … their masses")
 _GENERIC = {"sg": re.compile(rf"\b(?:a|an|each|any|every|one|another|no)\s+(?:[\w-]+\s+)?{PLAN_NOUNS}\b", re.I),
-            "pl": re.compile(rf"\b(?:themes|topics|atoms|issues|categories|concepts|items|entries|areas|subjects|"
-                             rf"complaint\s+types|phrases|labels)\b", re.I)}
-_GLUE = re.compile(r"\s*(?:\([^()§]*\))?\s*(?:,\s*(?:and|or|&)?|and|or|&|as\s+well\s+as|plus|along\s+with|together\s+with)"
+            "pl": re.compile(r"\b(?:themes|topics|atoms|issues|categories|concepts|items|entries|areas|subjects|"
+                             r"complaint\s+types|phrases|labels)\b", re.I)}
+_GLUE = re.compile(r"\s*(?:\([^()§]*\))?\s*(?:,\s*(?:and|or|&)?|and|or|&|as\s+well\s+as|plus|along\s+with|"
+                   r"together\s+with)"
                    r"\s*(?:both\s+|also\s+)?$", re.I)
 
 
@@ -161,8 +162,8 @@ def _cue(c: Check, s: int, e: int) -> tuple[str, int] | None:
         m = rx.search(txt, s, e)
         if m:
             code = "unsupported_comparison"
-            if rx in (comparisons.GT, comparisons.LT) and re.match(r"\s*(?:about|around|roughly|nearly|almost)?\s*[\d~]",
-                                                                   txt[m.end():m.end() + 16]):
+            if rx in (comparisons.GT, comparisons.LT) \
+                    and re.match(r"\s*(?:about|around|roughly|nearly|almost)?\s*[\d~]", txt[m.end():m.end() + 16]):
                 code = "unsupported_number"  # "more than 480": a hedged number
             found.append((m.start(), code))
     for rx, kind in ranks.PATTERNS:
@@ -245,7 +246,8 @@ def _classify(c: Check, m: re.Match, kind: str, k: int, ss: int, se: int, cues, 
     else:
         a.noun = bool(re.search(_NOUNS + r"$|one$", word, re.I))
     # the compared side: right after a comparison cue ("than it", "behind them", "similar to this theme")
-    cue = next(((cs, ce) for cs, ce in cues if ce <= s and re.fullmatch(r"\s*(?:(?:to|with)\s+)?", txt[ce:s], re.I)), None)
+    cue = next(((cs, ce) for cs, ce in cues if ce <= s and re.fullmatch(r"\s*(?:(?:to|with)\s+)?", txt[ce:s], re.I)),
+               None)
     if cue is None:  # "the gap between it and X": after "between"
         g = re.search(r"\b(?:between|separating)\s+(?:§+\s+and\s+)?$", before, re.I)
         if g and any(cs <= ss + g.start() < ce for cs, ce in cues):
@@ -270,7 +272,7 @@ def _classify(c: Check, m: re.Match, kind: str, k: int, ss: int, se: int, cues, 
         return None
     if re.match(r"\s*(?:§|[,(—–]\s*§|[\"“‘']|\s*-\s*§)", after):
         return None  # "the theme dry skin", "this theme, dry skin, …": an apposition names the theme
-    if not pronoun and not _VERB_AFTER.match(after) and not (a.kind in ("pl",) and a.n and re.match(r"\s*[,;.]", after)):
+    if not pronoun and not _VERB_AFTER.match(after) and not (a.kind == "pl" and a.n and re.match(r"\s*[,;.]", after)):
         return None  # "this means", "the theme ranked third", "these reviews", "the two most common themes"
     if _EXPLETIVE.match(txt, s, se):
         return None
@@ -348,7 +350,7 @@ def _excluded(c: Check, a: Anaphor, mentions: list[Mention]) -> set[frozenset]:
     if a.position == "possessive":
         return set()
     k = a.sentence
-    cs, ce = span_of(c.clauses_of(k), a.start, c.sents[k])
+    _, ce = span_of(c.clauses_of(k), a.start, c.sents[k])
     return {m.atoms for m in mentions if a.end <= m.start < ce and not (m.anaphor and m.start == a.start)}
 
 
@@ -418,27 +420,38 @@ def _virtual(c: Check, a: Anaphor, referents: list[frozenset]) -> list[Mention]:
 
 
 def readings(c: Check, anaphors: list[Anaphor]) -> list[list[Mention]]:
-    """Every consistent resolution of the anaphors, in text order (at most MAX_READINGS)."""
+    """The resolutions of the anaphors, in text order: every combination of their alternatives when there are
+    at most MAX_READINGS, else readings that between them take every alternative of every anaphor."""
+    def alternatives(a: Anaphor, chosen: list[Mention]):
+        a.candidates = _alternatives(c, a, sorted(_named(c) + chosen, key=lambda m: (m.start, m.end)))
+        return a.candidates
+
     out: list[list[Mention]] = []
 
     def walk(i: int, chosen: list[Mention]) -> None:
-        if len(out) >= MAX_READINGS:
+        if len(out) > MAX_READINGS:
             return
         if i == len(anaphors):
             out.append(chosen)
             return
-        a = anaphors[i]
-        mentions = sorted(_named(c) + chosen, key=lambda m: (m.start, m.end))
-        alts = _alternatives(c, a, mentions)
-        a.candidates = alts if alts is not None else None
-        if not alts:
-            walk(i + 1, chosen)
-            return
-        for alt in alts:
-            walk(i + 1, chosen + _virtual(c, a, alt))
+        alts = alternatives(anaphors[i], chosen)
+        for alt in alts or [None]:
+            walk(i + 1, chosen + (_virtual(c, anaphors[i], alt) if alt else []))
 
     walk(0, [])
-    return out or [[]]
+    if len(out) <= MAX_READINGS:
+        return out
+    out, j, widest = [], 0, 1
+    while j < min(widest, MAX_READINGS):  # reading j takes alternative j of each anaphor (modulo their number)
+        chosen: list[Mention] = []
+        for a in anaphors:
+            alts = alternatives(a, chosen)
+            if alts:
+                widest = max(widest, len(alts))
+                chosen = chosen + _virtual(c, a, alts[j % len(alts)])
+        out.append(chosen)
+        j += 1
+    return out
 
 
 def apply(c: Check, virtual: list[Mention]) -> None:

@@ -44,4 +44,5 @@ def check(c: Check) -> None:
         for men in att if c.plural(att) else att[:1]:  # "both are low": each theme of a plural anaphor
             bins = {str(c.atom(x).get("bin", "")).lower() for x in men.atoms}
             if not bins & names:
-                c.add("wrong_bin", s, e, f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
+                c.add("wrong_bin", s, e,
+                      f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
