@@ -85,6 +85,7 @@ VALID = [
     ('cfpb_gauss', 'This plan covers eight themes out of 22 candidates. It was released with epsilon 1.0.'),
     ('beauty_laplace', 'Dry skin is the most common theme; it is far ahead of great price.'),
     ('beauty_laplace', 'Great price is moderate. Dry skin, by contrast, is more common than it.'),
+    ('yelp_topl', 'This theme ranks first: friendly staff.'),
 ]
 INVALID = [
     ('yelp_topl', 'Outdoor seating ranks sixth. It is more common than long wait.', ['reversed_comparison'], 'It is more common than long wait.'),
@@ -134,6 +135,9 @@ INVALID = [
     ('cfpb_topl', 'Account status incorrect is a high theme. This theme ranks third.', ['wrong_rank'], 'This theme ranks third.'),
     ('cfpb_gauss', 'Problem with fees and deposits and withdrawals are the two smallest themes. The latter ranks seventh.', ['wrong_rank'], 'The latter ranks seventh.'),
     ('beauty_laplace', 'Great price is moderate. Easy application, by contrast, is more common than it.', ['reversed_comparison'], 'Easy application, by contrast, is more common than it.'),
+    ('yelp_topl', 'This theme ranks first: outdoor seating.', ['wrong_rank'], 'This theme ranks first: outdoor seating.'),
+    ('yelp_topl', 'The theme is more common than long wait: outdoor seating.', ['reversed_comparison'], 'The theme is more common than long wait: outdoor seating.'),
+    ('yelp_topl', 'The theme is more common than outdoor seating.', ['unsupported_comparison'], 'The theme is more common than outdoor seating.'),
 ]
 
 

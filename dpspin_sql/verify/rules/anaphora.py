@@ -370,6 +370,10 @@ def _alternatives(c: Check, a: Anaphor, mentions: list[Mention]) -> list[list[fr
         found = _referents(c, a, scope, k)
         if found or a.kind not in ("pl", "former", "latter", "idx") or k != a.sentence:
             break
+    if found == [] and a.position == "subject" and a.kind == "sg":  # "This theme ranks first: dry skin"
+        _, ce = span_of(c.clauses_of(a.sentence), a.start, c.sents[a.sentence])
+        later = _distinct([m for m in mentions if ce <= m.start < c.sents[a.sentence][1]])
+        found = [[t] for t in later]
     return found
 
 
