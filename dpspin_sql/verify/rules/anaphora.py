@@ -13,18 +13,20 @@ public rule (docs/VERIFIER.md, *Anaphora*):
 * a **singular** anaphor takes the only theme of the scope, else the theme that is the subject
   of a clause of the scope (the first mention of its clause, not conjoined with another);
 * a **plural** anaphor takes the scope's conjunction ("A and B"): the subject conjunction,
-  else the only one, else every theme of the scope; *both* / *these two* need that many;
+  else each conjunction (a reading each), else every theme of the scope; *both* / *these two*
+  need that many;
 * *the former / the latter* take the first / last theme of that group, *the first / second …
   of these* the one at that place.
 
-Each resolved anaphor becomes a mention (at the anaphor's own span, `Mention.anaphor` set) that
-every later rule reads like a named theme. When a singular anaphor has several candidates the
-referent is ambiguous: the later rules run once per reading (the orchestrator, `core`) and a
-violation under any reading rejects the claim, with a message that asks to name the theme. An
-anaphor that carries no claim is left alone, and a bare pronoun with no theme before it (the
-plan, the method, the reviewers) is not a theme reference. A theme noun phrase (*this theme*,
-*the latter*) or a compared pronoun with no theme to refer to is rejected with the code of its
-claim.
+Each resolved anaphor becomes a mention (at the anaphor's own span, masked like a named theme,
+`Mention.anaphor` set) that every later rule reads. When several readings remain, `check` returns
+one fork of the check per reading (all combinations up to MAX_READINGS, else readings that between
+them take every alternative of every anaphor); the orchestrator runs the later rules on each, and
+a violation under any reading rejects the claim. Left alone: an anaphor that carries no claim,
+expletives, a pronoun with no theme in scope or after themes in general of its number ("a theme …
+it") or after people or records. A singular subject with no theme before it means the theme(s)
+after its clause ("This theme ranks first: dry skin"); with none there either, a compared or
+ranked pronoun or a theme noun phrase cannot be checked and is rejected with its claim's code.
 """
 from __future__ import annotations
 
