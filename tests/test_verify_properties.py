@@ -105,3 +105,57 @@ def test_swapping_ranks_beyond_margin_is_rejected(plan, data):
         v = verify(swapped, plan)
         assert not v.accepted
         assert {x.code for x in v.violations} & {"wrong_rank", "reversed_comparison"}
+
+
+# ---------------------------------------------------------------- labels with quotes, apostrophes, & and < >
+_DECOR = [
+    lambda a, b: f'"{a}" {b}',          # '"buy now" button': a quoted part
+    lambda a, b: f'{a} "{b}"',          # 'it is "fine"': a quoted end
+    lambda a, b: f'{len(a)}" {b}',      # '5" screen': an inch mark
+    lambda a, b: f"{len(b)}' {a}",      # "6' cable": a foot mark
+    lambda a, b: f"{a}s' {b}",          # "kids' toys": a plural possessive
+    lambda a, b: f"'{len(a)}0s {b}",    # "'90s music": a leading apostrophe
+    lambda a, b: f"{a}'s {b}",          # "mom's recipe"
+    lambda a, b: f"{a} & {b}",          # "salt & pepper"
+    lambda a, b: f"<{a}> {b}",          # "<b> tag": angle brackets
+    lambda a, b: f"{a} <{b}>",
+    lambda a, b: f"‘{a}’ {b}",          # curly single quotes
+    lambda a, b: f"“{a}” {b}",          # curly double quotes
+    lambda a, b: f"{a} {b}",
+]
+_WORDS = ["buy", "now", "button", "screen", "cable", "kid", "toy", "music", "salt", "pepper", "tag", "recipe",
+          "battery", "charger", "strap", "lens", "zipper", "pocket", "handle", "sole", "lid", "cord", "knob", "hinge"]
+
+
+@st.composite
+def quoted_plans(draw):
+    L = draw(st.integers(1, 8))
+    words = draw(st.permutations(_WORDS))[:2 * (L + 3)]  # distinct words: no label is a run of another
+    decor = draw(st.lists(st.sampled_from(_DECOR), min_size=L + 3, max_size=L + 3))
+    labels = [f(a, b) for f, a, b in zip(decor, words[::2], words[1::2])]
+    masses = sorted((round(x, 1) for x in draw(st.lists(st.floats(0, 3000, allow_nan=False), min_size=L, max_size=L))),
+                    reverse=True)
+    denom = draw(st.one_of(st.none(), st.integers(3000, 50_000)))
+    atoms = []
+    for r, mass in enumerate(masses, start=1):
+        a = {"atom_id": r - 1, "label": labels[r - 1], "noisy_mass": mass, "display_mass": mass, "rank": r}
+        if denom:
+            a["support"] = mass / denom
+            a["bin"] = "high" if a["support"] >= 0.1 else "moderate" if a["support"] >= 0.03 else "low"
+        else:
+            a["bin"] = "high" if r <= 3 else "moderate" if r <= 7 else "low"
+        atoms.append(a)
+    plan = {"epsilon": 1.0, "delta": 1e-6, "L": L, "m": len(labels), "comparison_margin": draw(st.floats(0.5, 200)),
+            "bins": {"high": 0.1, "moderate": 0.03} if denom else {"high": 3, "moderate": 7},
+            "dictionary_labels": [{"atom_id": i, "label": lbl} for i, lbl in enumerate(labels)], "atoms": atoms}
+    if denom:
+        plan["public_denominator"] = denom
+    return plan
+
+
+@SETTINGS
+@given(quoted_plans())
+def test_template_with_quoted_labels_always_accepted(plan):
+    """Quotes, apostrophes, inch / foot marks, & and < > inside labels never read as quotations or details."""
+    v = verify(template_summary(plan), plan)
+    assert v.accepted, (template_summary(plan), [x.to_dict() for x in v.violations])

@@ -680,3 +680,55 @@ def test_issue_one_violation_only(plan_name, summary, codes, bad):
     """The right part of a partitive or a bound sentence is never flagged with the wrong one."""
     v = verify(summary, plan(plan_name))
     assert len(v.violations) == 1 and v.violations[0].span == bad, [x.to_dict() for x in v.violations]
+
+
+# ---------------------------------------------------------------- quotation marks that belong to labels
+# Labels written verbatim keep their own quote characters ('"buy now" button', '5" screen', "kids' toys"):
+# those, and inch / foot marks after numbers, open no quotation; quotations of record text stay rejected.
+QUOTE_VALID = [
+    ("gadget", 'The most common theme is "buy now" button.'),
+    ("gadget", '"Buy now" button ranks first, at about 13% of reviews.'),
+    ("gadget", 'The "buy now" buttons theme leads, ahead of 5" screen.'),
+    ("gadget", 'Reviews about the 5" screen rank second, with high support.'),
+    ("gadget", "Kids' toys ranks third and '90s music sixth."),
+    ("gadget", 'Salt & pepper and <b> tag have moderate and low support respectively.'),
+    ("gadget", 'It\'s "fine" has low support, at about 1.5% of reviews.'),
+    ("gadget", 'Reviewers often name the "buy now" part of the button theme.'),
+    ("gadget", 'The 5" screens theme is more common than battery life.'),
+    ("gadget", "Battery life sits in the moderate bin; '90s music is also moderate."),
+]
+QUOTE_INVALID = [
+    ("gadget", 'The "buy now" button leads. Reviewers wrote "never again" about it.', ["quotation"],
+     'Reviewers wrote "never again" about it.'),
+    ("gadget", '5" screen ranks second; reviewers said "too small to read".', ["quotation"],
+     'reviewers said "too small to read".'),
+    ("gadget", "Kids' toys ranks third. Reviewers call the toys 'cheap junk'.", ["quotation"],
+     "Reviewers call the toys 'cheap junk'."),
+    ("gadget", 'Battery life is "awful" according to reviewers.', ["quotation"],
+     'Battery life is "awful" according to reviewers.'),
+    ("gadget", 'The 5" screen theme ranks second. Reviewers say "it cracked after 2" days.', ["quotation", "unsupported_number"],
+     'Reviewers say "it cracked after 2" days.'),
+    ("gadget", "'90s music ranks sixth. Many reviews say the 6' cord is 'far too short'.", ["quotation", "unadmitted_atom"],
+     "Many reviews say the 6' cord is 'far too short'."),
+]
+
+
+def _check_in_sentence(plan_name, summary, codes, bad):
+    """Exact codes, and every violation's span lies inside the defective sentence `bad` (by position)."""
+    assert bad in summary
+    v = verify(summary, plan(plan_name))
+    s0 = summary.index(bad)
+    assert not v.accepted and {x.code for x in v.violations} == set(codes), [x.to_dict() for x in v.violations]
+    for x in v.violations:
+        assert x.span and x.message and s0 <= x.start and x.end <= s0 + len(bad), x.to_dict()
+
+
+@pytest.mark.parametrize("plan_name,summary", QUOTE_VALID, ids=_ids(QUOTE_VALID))
+def test_label_quotes_valid(plan_name, summary):
+    v = verify(summary, plan(plan_name))
+    assert v.accepted, [x.to_dict() for x in v.violations]
+
+
+@pytest.mark.parametrize("plan_name,summary,codes,bad", QUOTE_INVALID, ids=_ids(QUOTE_INVALID))
+def test_label_quotes_invalid(plan_name, summary, codes, bad):
+    _check_in_sentence(plan_name, summary, codes, bad)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import copy
 import re
 
 from .lexicon import Lexicon, Mention
@@ -53,6 +54,7 @@ class Check:
         self.n = len(plan["atoms"])
         self.max_rank = max((int(a.get("rank", i + 1)) for i, a in enumerate(plan["atoms"])), default=0)
         self.mentions: list[Mention] = []
+        self.label_spans: list[tuple[int, int, frozenset]] = []  # every label match (admitted or not): start, end, ids
         self.consumed: list[tuple[int, int]] = []
         self.rank_spans: list[tuple[int, int]] = []
         self.rank_counts: list[tuple[int, int, int, int, int]] = []  # rank groups: (start, number start, end, N, end)
@@ -61,6 +63,15 @@ class Check:
         self._sents: list[tuple[int, int]] | None = None
         self._respective: dict[int, Mention] | None = None
         self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
+
+    def fork(self) -> Check:
+        """A copy whose later rules can run on one reading without touching this state."""
+        f = copy.copy(self)
+        f.out, f.mentions, f.consumed = list(self.out), list(self.mentions), list(self.consumed)
+        f.rank_spans, f.rank_counts, f._chars = list(self.rank_spans), list(self.rank_counts), list(self._chars)
+        f.groups = {k: list(v) for k, v in self.groups.items()}
+        f._respective = None
+        return f
 
     # --- text ---------------------------------------------------------
     def mask(self, s: int, e: int, ch: str) -> None:
@@ -149,6 +160,9 @@ class Check:
             return out
         tail: list[Mention] = []
         for m in reversed(ms):
+            if tail and m.group >= 0 and m.group == tail[0].group:  # one plural anaphor: its themes in order
+                tail.insert(0, m)
+                continue
             if tail and not re.fullmatch(r"\s*(?:,|and|or|&|,\s*and|,\s*or)\s*", self.masked[m.end:tail[0].start]):
                 break
             tail.insert(0, m)
@@ -165,10 +179,23 @@ class Check:
             return None
         return before[-1]
 
+    def siblings(self, m: Mention) -> list[Mention]:
+        """A plural anaphor's mentions (one per theme); a named mention alone."""
+        if m.group < 0:
+            return [m]
+        return [x for x in self.mentions if x.group == m.group] or [m]
+
+    def plural(self, att: list[Mention]) -> bool:
+        """Is `att` a plural anaphor ("they", "both", "these two"): a value attached to it is stated for each."""
+        return len(att) > 1 and all(m.group >= 0 and m.group == att[0].group for m in att)
+
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
         if s in self.respective():
             return [self._respective[s]]
+        return [x for m in self._attach(s, e, back)[:1] for x in self.siblings(m)]
+
+    def _attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         k = self.sentence_of(s)
         if k < 0:
             return []

@@ -19,12 +19,14 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
     c = Check(summary or "", plan_dict(plan), dictionary, require_theme)  # a bad plan fails even when empty
     if not c.text.strip():
         return Verdict(False, [Violation("empty", "", "the summary is empty", 0, 0)])
-    for rule in RULES:
-        rule.check(c)
+    checks = [c]
+    for rule in RULES:  # a rule may fork the check (one per reading); the later rules run on every fork
+        checks = [f for x in checks for f in (rule.check(x) or [x])]
+    out = [v for x in checks for v in x.out]
     if require_theme and c.plan["atoms"] and not c.mentions:
-        c.out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
+        out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
     seen, vs = set(), []
-    for v in sorted(c.out, key=lambda v: (v.start, v.code)):
+    for v in sorted(out, key=lambda v: (v.start, v.code)):
         if (v.code, v.start, v.end) not in seen:
             seen.add((v.code, v.start, v.end))
             vs.append(v)

@@ -19,6 +19,8 @@ class Mention:
     end: int
     atoms: frozenset
     text: str
+    anaphor: str = ""   # a resolved anaphor ("it", "the latter"): the mention stands at the anaphor's span
+    group: int = -1     # the anaphor it resolves; a plural anaphor is one mention per theme, all in one group
 
 
 class Lexicon:
@@ -36,6 +38,7 @@ class Lexicon:
                 labels.append((None, str(d)))
         by_label: dict[str, int] = {}
         self.variants: dict[tuple, set] = {}
+        self.texts_of: dict[int, list[str]] = {}  # atom id → its label(s) and description, as written
         next_id = -1
         all_chars = "".join(lbl for _, lbl in labels)
         self.boundaries = "".join(c for c in BOUNDARY_CHARS if c not in all_chars) + "\n"
@@ -47,12 +50,15 @@ class Lexicon:
                     next_id -= 1
             by_label.setdefault(key, aid)
             aid = int(aid)
+            self.texts_of.setdefault(aid, []).append(lbl)
             for v in label_variants(lbl):
                 self.variants.setdefault(v, set()).add(aid)
         for aid, a in self.atoms.items():
             v = content(a.get("description") or "")
             if len(v) >= 2:
                 self.variants.setdefault(v, set()).add(aid)
+            if a.get("description"):
+                self.texts_of.setdefault(aid, []).append(str(a["description"]))
         self.admitted_ngrams: set[tuple] = set()
         for a in self.atoms.values():
             c = content(a["label"])

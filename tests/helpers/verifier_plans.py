@@ -62,7 +62,12 @@ AMAZON_IV = make_plan([a["label"] for a in AMAZON["atoms"]], [a["noisy_mass"] fo
                       half_width=8.8)
 YELP_IV = make_plan([a["label"] for a in YELP["atoms"]], [a["noisy_mass"] for a in YELP["atoms"]], margin=12.0,
                     eps=2.0, m=16, half_width=8.8)
-PLANS = {"amazon": AMAZON, "cfpb": CFPB, "yelp": YELP, "amazon_iv": AMAZON_IV, "yelp_iv": YELP_IV}
+# labels that carry quotes, inch marks, apostrophes, & and < > (the template writes labels verbatim)
+GADGET = make_plan(['"buy now" button', '5" screen', "kids' toys", "battery life", "salt & pepper", "'90s music",
+                    "<b> tag", 'it\'s "fine"', "charging cable", "phone case"],
+                   [520.0, 410.5, 330.2, 300.1, 180.4, 120.0, 95.5, 60.3, 41.0, 20.2], denom=4000,
+                   extra_dict=['"add to cart" link', "6' cord"])
+PLANS = {"amazon": AMAZON, "gadget": GADGET, "cfpb": CFPB, "yelp": YELP, "amazon_iv": AMAZON_IV, "yelp_iv": YELP_IV}
 
 
 def plan(name: str) -> dict:

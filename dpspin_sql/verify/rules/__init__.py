@@ -1,17 +1,33 @@
 """The rules of the verifier, in the order they run (docs/VERIFIER.md).
 
-A rule is a module with one entry point, `check(c: Check) -> None`. To add a rule,
+A rule is a module with one entry point, `check(c: Check) -> list[Check] | None`. To add a rule,
 write the module and list it here. Order matters only through what a rule masks or
 consumes: `mentions` and `details` mask the text every later rule reads, and a rule
 that judges a number or phrase consumes it so that `numbers`, last, leaves it alone.
+A rule may return a list of forked checks (`Check.fork`): the later rules then run on
+each, and a violation on any of them counts (`anaphora`: one fork per reading).
 """
-from . import anecdotes, bins, comparisons, counts, details, intervals, mentions, numbers, quantifiers, ranks, temporal
+from . import (
+    anaphora,
+    anecdotes,
+    bins,
+    comparisons,
+    counts,
+    details,
+    intervals,
+    mentions,
+    numbers,
+    quantifiers,
+    ranks,
+    temporal,
+)
 
 RULES = (
     mentions,      # theme labels → mentions; unadmitted_atom
     details,       # contacts, identifiers, dates, money, quotes, names
     anecdotes,     # one person's or one record's experience or statement
     temporal,      # change over time: unsupported by a single plan
+    anaphora,      # "it", "the former", "both": claims about a theme by reference, one fork per reading
     comparisons,   # more/less/similar/ratio/gap under the margin
     ranks,         # rank 1, last, ordinals, top-N, rank ranges
     intervals,     # ± and interval statements against the released accuracy intervals

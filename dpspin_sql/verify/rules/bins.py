@@ -41,8 +41,8 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
 def check(c: Check) -> None:
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         att = c.attach(s, e, back=False)
-        if not att:
-            continue
-        bins = {str(c.atom(x).get("bin", "")).lower() for x in att[0].atoms}
-        if not bins & names:
-            c.add("wrong_bin", s, e, f'"{att[0].text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
+        for men in att if c.plural(att) else att[:1]:  # "both are low": each theme of a plural anaphor
+            bins = {str(c.atom(x).get("bin", "")).lower() for x in men.atoms}
+            if not bins & names:
+                c.add("wrong_bin", s, e,
+                      f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')

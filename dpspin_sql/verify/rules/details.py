@@ -33,7 +33,9 @@ PATTERNS = [
      re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd|euros?|pounds)\b", re.I)),
     ("named_entity", "a named person", re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Sir|Madam)\.?\s+[A-Z][a-z]+")),
 ]
-QUOTE_RE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|‘([^’]+)’|(?<![\w])'([^']{3,}?)'(?![\w])")
+QUOTE_RE = re.compile(r"“([^”\n]+)”|\"([^\"\n]+)\"|‘([^’\n]+)’|(?<![\w])'([^'\n]{3,}?)'(?![\w])")
+_QUOTE_CHARS = "\"“”‘’'″′"
+_NOT_A_MARK = "\x01"  # a protected quote character: part of a label, or an inch / foot mark
 # public vocabulary: the listed words, and any word whose normalised tokens are all tokens of listed words
 _PUBLIC_CAPS = {w.lower() for w in PUBLIC_VOCABULARY} | {t for w in PUBLIC_VOCABULARY for t in word_tokens(w)}
 
@@ -52,11 +54,13 @@ def check(c: Check) -> None:
                 continue
             spans.append((s, e))
             c.add(code, s, e, f'"{m.group()}" is {what}; record-level details are never supported by a plan')
-    public_quotes = set(lex.variants) | {(w,) for w in ("high", "moderate", "low")}
-    for m in QUOTE_RE.finditer(text):
+    public_quotes = set(lex.variants) | {(w,) for w in ("high", "moderate", "low")} | _quoted_parts(lex)
+    marks = _quote_marks(c)
+    for m in QUOTE_RE.finditer(marks):
         inner = next(g for g in m.groups() if g is not None)
-        if content(inner) not in public_quotes:
-            c.add("quotation", *m.span(), "quotations are record-level text; quote only released theme labels")
+        if content(inner) in public_quotes or _inside_label(c, *m.span()):
+            continue
+        c.add("quotation", *m.span(), "quotations are record-level text; quote only released theme labels")
     allowed = set(_PUBLIC_CAPS)
     for v in lex.variants:
         allowed.update(v)
@@ -75,3 +79,79 @@ def check(c: Check) -> None:
             spans.append((s, e))
     for s, e in spans:
         c.mask(s, e, "¤")
+
+
+def _quoted_parts(lex) -> set[tuple]:
+    """Quoted parts of public labels and descriptions ('"buy now" button' → "buy now"): public text, not record text."""
+    out: set[tuple] = set()
+    for texts in lex.texts_of.values():
+        for t in texts:
+            for m in QUOTE_RE.finditer(t):
+                v = content(next(g for g in m.groups() if g is not None))
+                if v:
+                    out.add(v)
+    return out
+
+
+def _inside_label(c: Check, s: int, e: int) -> bool:
+    """A quote whose marks stand inside a label match (or right at its edges) highlights the label itself."""
+    return any(ls - 1 <= s and e <= le + 1 for ls, le, _ in c.label_spans)
+
+
+def _quote_marks(c: Check) -> str:
+    """The summary with the quote characters that are not quotation marks replaced (same length).
+
+    Not quotation marks: a quote character of a label or description written where that text
+    occurs (the template writes labels verbatim: '"buy now" button', '5" screen', "kids' toys");
+    one inside a label match, or at its edge when the label itself begins or ends with one; and an
+    inch or foot mark — a quote right after a digit ('5" screen', "6' cable", 5'10") when no
+    quotation of that kind is open.
+    """
+    text, lex = c.text, c.lex
+    chars = list(text)
+    low = text.lower()
+
+    def protect(i: int) -> None:
+        if 0 <= i < len(chars) and chars[i] in _QUOTE_CHARS:
+            chars[i] = _NOT_A_MARK
+
+    for texts in lex.texts_of.values():
+        for t in texts:
+            t = t.strip()
+            if not t or not any(q in t for q in _QUOTE_CHARS):
+                continue
+            start = low.find(t.lower())
+            while start >= 0:
+                for i in range(start, start + len(t)):
+                    protect(i)
+                start = low.find(t.lower(), start + 1)
+    for ls, le, ids in c.label_spans:
+        for i in range(ls + 1, le - 1):
+            protect(i)
+        labels = [t.strip() for x in ids for t in lex.texts_of.get(x, ())]
+        if any(t[:1] in _QUOTE_CHARS for t in labels):
+            protect(ls - 1)
+            protect(ls)
+        if any(t[-1:] in _QUOTE_CHARS for t in labels):
+            protect(le - 1)
+            protect(le)
+    # inch / foot marks: a straight quote right after a digit that cannot close an open quotation
+    open_double = open_single = False
+    for i, ch in enumerate(chars):
+        if ch == "\n":
+            open_double = open_single = False
+        elif ch in '"″':
+            if i > 0 and text[i - 1].isdigit() and not open_double:
+                chars[i] = _NOT_A_MARK
+            elif ch == '"':
+                open_double = not open_double
+        elif ch in "'′":
+            before = text[i - 1] if i > 0 else " "
+            after = text[i + 1] if i + 1 < len(text) else " "
+            if before.isdigit() and not open_single:
+                chars[i] = _NOT_A_MARK
+            elif not before.isalnum() and after.isalnum():
+                open_single = True
+            elif open_single and not after.isalnum():
+                open_single = False
+    return "".join(chars)

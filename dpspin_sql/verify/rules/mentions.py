@@ -50,6 +50,7 @@ def check(c: Check) -> None:
         end, variant = best
         s, e = toks[i][1], toks[end - 1][2]
         ids = lex.variants[variant]
+        c.label_spans.append((s, e, frozenset(ids)))
         hit = ids & lex.admitted
         if not hit and variant not in lex.admitted_ngrams:
             c.add("unadmitted_atom", s, e, f'"{text[s:e]}" names an atom that is not in the released plan; '

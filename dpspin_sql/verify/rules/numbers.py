@@ -54,10 +54,12 @@ def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
 
 
 def cue_scope(c: Check, s: int) -> tuple[int, int]:
-    """The number's clause; its sentence when the clause names no admitted theme."""
+    """The number's clause; its sentence when the clause names no admitted theme.
+
+    A pronoun does not count as naming one: "It is based on 8,000 reviews" may be about the data."""
     k = c.sentence_of(s)
     cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
-    return (cs, ce) if c.in_range(cs, ce) else c.sents[k]
+    return (cs, ce) if any(not m.anaphor for m in c.in_range(cs, ce)) else c.sents[k]
 
 
 def _matches(key: str, num: Num, v: float) -> bool:
@@ -138,7 +140,8 @@ def check(c: Check) -> None:
                 c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
             continue
         att = c.attach(s, e)
-        if any(number_matches(num, v) for v in atom_values(c, att, num)) or is_metadata(c, num):
+        each = [[m] for m in att] if c.plural(att) else [att]  # a plural anaphor states the value for each theme
+        if all(any(number_matches(num, v) for v in atom_values(c, g, num)) for g in each) or is_metadata(c, num):
             continue
         who = f' for "{att[0].text}"' if att else ""
         c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')

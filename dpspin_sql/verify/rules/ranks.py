@@ -158,11 +158,10 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     else:
         want = ord_value(gd["k"])
     att = c.attach(s, e)
-    if not att:
-        return
-    ranks = _ranks(c, att[0])
-    if want not in ranks:
-        c.add("wrong_rank", s, e, f'"{att[0].text}" has released rank {ranks[0]}, but the summary says rank {want}')
+    for men in att if c.plural(att) else att[:1]:  # "they rank second": each theme of a plural anaphor
+        ranks = _ranks(c, men)
+        if want not in ranks:
+            c.add("wrong_rank", s, e, f'"{men.text}" has released rank {ranks[0]}, but the summary says rank {want}')
 
 
 def _pos(s: str) -> int:
