@@ -1,4 +1,4 @@
-"""The public, deterministic DP-SPIN verifier (SPEC §5; rules in docs/VERIFIER.md).
+"""The public, deterministic DP-SPIN verifier (docs/DESIGN.md §6; rules in docs/VERIFIER.md).
 
 `verify(summary, plan)` checks that every claim in a summary is supported by the
 released plan: atom mentions, numbers (public rounding rule), counts of the plan's

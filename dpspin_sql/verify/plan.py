@@ -6,11 +6,11 @@ from typing import Any
 
 
 def plan_dict(plan: Any) -> dict:
-    """Accept a SPEC §4 dict or any object with `.to_dict()`."""
+    """Accept a plan dict (docs/PLAN.md) or any object with `.to_dict()`."""
     if hasattr(plan, "to_dict"):
         plan = plan.to_dict()
     if not isinstance(plan, dict) or not isinstance(plan.get("atoms"), list):
-        raise ValueError("plan must be a dict with an 'atoms' list (SPEC §4)")
+        raise ValueError("plan must be a dict with an 'atoms' list (docs/PLAN.md)")
     for a in plan["atoms"]:
         if not isinstance(a, dict) or not isinstance(a.get("label"), str):
             raise ValueError("every plan atom needs a string 'label'")

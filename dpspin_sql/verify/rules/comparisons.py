@@ -1,4 +1,4 @@
-"""Pairwise comparisons under the public margin (SPEC §4 *Comparison margin*).
+"""Pairwise comparisons under the public margin (docs/PLAN.md, the comparison margin; docs/VERIFIER.md *Comparisons*).
 
 "A is more common than B" is supported only if the released masses differ by at least
 the margin; "similar" only if they differ by less; a multiple needs the order by the

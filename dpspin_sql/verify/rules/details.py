@@ -1,7 +1,7 @@
 """Record-level detail: contacts, identifiers, dates, money, quotations, names (anecdotes: `anecdotes`).
 
 A plan holds aggregates only, so any of these in a summary is either invented or copied
-from a record; neither is supported (SPEC §5: "quoted or record-specific details").
+from a record; neither is supported (docs/DESIGN.md §6: no quoted or record-specific details).
 Detected spans are masked so that no later rule reads a date as a number.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Labels of admitted atoms become the mentions other rules attach values to; a label of
 an atom outside the plan is a violation — the whole dictionary is public, so these can
-be detected (SPEC §5). Text that is literally part of an admitted label is supported.
+be detected (docs/DESIGN.md §6). Text that is literally part of an admitted label is supported.
 """
 from __future__ import annotations
 
