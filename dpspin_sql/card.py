@@ -337,7 +337,7 @@ def _parameters(plan: dict, dictionary_note: str) -> str:
     mech = plan.get("mechanism")
     noise = details.get("noise") or ("laplace" if mech == "laplace" else "gaussian")
     pairs = [
-        ("mechanism", f"<strong>{e(mech)}</strong> — {e(MECHANISM_WORDS.get(mech, ''))}"),
+        ("mechanism", f"<strong>{e(mech)}</strong> — {e(MECHANISM_WORDS.get(str(mech), ''))}"),
         ("privacy cost charged", f"ε = {_g(cost.get('epsilon', plan.get('epsilon')), 6)}, "
                                  f"δ = {_g(cost.get('delta', plan.get('delta')), 3)}"),
         ("requested", f"ε = {_g(plan.get('epsilon'), 6)}, δ = {_g(plan.get('delta'), 3)}"),

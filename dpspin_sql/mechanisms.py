@@ -155,9 +155,12 @@ def _make_mechanism(request: ReleaseRequest, m: int, scale: int) -> Mechanism:
     if request.mechanism == "laplace":
         part = _laplace(domain, int(d_in.l1), eps)
         return Mechanism(request, m, (part,), part.noise_scale / scale, "laplace", scale)
+    # ReleaseRequest fills δ and the calibration in for both Gaussian mechanisms
+    assert delta is not None and request.calibration is not None
     if request.mechanism == "gaussian":
         part = _gaussian(domain, int(d_in.l2), eps, delta, request.calibration, sensitivity_l2=d_in.l2)
         return Mechanism(request, m, (part,), part.noise_scale / scale, "gaussian", scale)
+    assert request.selection_fraction is not None  # filled in for private_topL
     eps_sel = eps * request.selection_fraction
     eps_val = eps - eps_sel
     monotonic = request.adjacency == "add_drop"

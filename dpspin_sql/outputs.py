@@ -50,7 +50,7 @@ def _key(path: Path) -> Path:
 class Outputs:
     """One command's outputs, checked against its inputs, its store and each other."""
 
-    inputs: Iterable[str | Path] = ()
+    inputs: Iterable[str | Path | None] = ()   # None: an optional input not given
     store: str | Path | None = None
     force: bool = False
     _taken: dict[Path, str] = field(default_factory=dict)

@@ -68,8 +68,8 @@ class PlanAtom:
 @dataclass
 class Plan:
     mechanism: str
-    epsilon: float
-    delta: float
+    epsilon: float | None   # None only on a non-private reference plan (experiments)
+    delta: float | None
     unit: str
     adjacency: str
     B: float
@@ -161,7 +161,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
         interval = [float(value) - half, float(value) + half]
         support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]
                             if denominator else None)
-        bin_name = assign_bin(support if denominator else rank, bins, basis)
+        bin_name = assign_bin(support if support is not None else rank, bins, basis)  # None iff no denominator
         if interval[0] <= 0:
             bin_name = "low"   # indistinguishable from no mass at the stated confidence
         plan_atoms.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
@@ -172,6 +172,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
                "fixed_point_scale": mechanism.scale} | mechanism.extra
     if request.mechanism == "private_topL":
         details["selection_fraction"] = request.selection_fraction
+    assert request.B is not None  # ReleaseRequest fills it in
     return Plan(mechanism=request.mechanism, epsilon=request.epsilon, delta=request.delta,
                 unit=request.unit, adjacency=request.adjacency, B=request.B, K=request.K,
                 L=request.L, m=mechanism.m, calibration=request.calibration or "laplace",

@@ -103,6 +103,7 @@ class Bounds:
     @property
     def bound_fix(self) -> int:
         """The per-unit L1 bound in fixed point: 2^S at record level, floor(B·2^S) at user level."""
+        assert self.B is not None  # __post_init__ always sets B
         return SCALE if self.unit == "record" else fixed_bound(self.B)
 
     def params(self) -> dict[str, int]:
@@ -222,6 +223,7 @@ class ReleaseRequest:
     @property
     def sensitivity(self) -> Sensitivity:
         """docs/DESIGN.md §2's entry for this unit, adjacency and B (real mass units)."""
+        assert self.B is not None  # __post_init__ always sets B (via Bounds)
         return sensitivity(self.unit, self.adjacency, self.B)
 
     @property

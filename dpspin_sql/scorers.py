@@ -244,6 +244,11 @@ class Scorer:
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:
         raise NotImplementedError  # pragma: no cover
 
+    @classmethod
+    def from_state(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Scorer:
+        """The scorer `state()` describes (each kind rebuilds its own)."""
+        raise NotImplementedError  # pragma: no cover
+
     def to_bytes(self) -> bytes:
         meta, arrays = self.state()
         meta = dict(meta, kind=self.kind, format=1, renormalise=self.renormalise)

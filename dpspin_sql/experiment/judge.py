@@ -110,7 +110,8 @@ def judge(summary: str, plan: Any, cfg: JudgeConfig) -> dict:
     try:
         for name, fmt in formats:
             try:
-                resp = client.chat.completions.create(**kw, **({"response_format": fmt} if fmt else {}))
+                call: dict = {**kw, "response_format": fmt} if fmt else kw
+                resp = client.chat.completions.create(**call)
                 rec["format"] = name
                 break
             except APIStatusError as e:   # a server that refuses the format: try the next one

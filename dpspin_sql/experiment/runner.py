@@ -411,6 +411,7 @@ def _coverage(prep: Prep, C, truth, L: int, released: list[str]) -> dict:
     s_star = M.top_l(C, L)
     out = M.theme_coverage([prep.atoms[j].label for j in s_star], released, prefix="np_theme_")
     if truth is not None:
+        assert prep.truth_keys is not None  # the truth vector is counted over them
         top = [j for j in M.top_l(truth, L) if truth[j] > 0]
         fields = [[v for v in (prep.truth_keys[j] or []) if v] for j in top]
         out.update(M.theme_coverage([prep.atoms[j].label for j in top], released, fields, prefix="truth_theme_"))
@@ -517,6 +518,7 @@ def release_capturing(prep: Prep, request, sketch, dataset: str, out_path: Path)
 def _truth_vector(con, prep: Prep) -> np.ndarray:
     """True label counts of the target split per atom (CFPB: Product / Issue / Sub-issue)."""
     fields = prep.manifest["truth_fields"]
+    assert prep.truth_keys is not None  # callers ask only when the manifest has truth keys
     rows = con.execute(queries.load("experiment_truth_counts"), {"fields": fields}).fetchall()
     counts = {tuple(k): c for k, c in rows}
     return np.array([float(counts.get(tuple(k), 0)) if k is not None else 0.0 for k in prep.truth_keys])
