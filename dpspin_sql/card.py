@@ -19,7 +19,7 @@ import html
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class CardData:
     attempts: dict | None = None
     attempts_path: str | None = None
     notes: list[str] = field(default_factory=list)   # problems worth a warning line
-    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str | Path | None = None,
@@ -115,10 +115,9 @@ def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str 
 
 
 def _read_ledger(data: CardData, db: Path) -> None:
-    from dpspin_sql import ledger, store
-
     import duckdb
 
+    from dpspin_sql import ledger, store
     from dpspin_sql.ledger import Finding
 
     con = store.connect(db, read_only=True)

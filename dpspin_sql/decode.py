@@ -135,15 +135,13 @@ def template_summary(plan: Any) -> str:
     if intervals and confidence is not None:
         lines.append(confidence)
     margin = v["comparison_margin"]
-    shown = 0
-    for a, b in zip(atoms, atoms[1:]):
+    for shown, (a, b) in enumerate(zip(atoms, atoms[1:])):
         if shown >= 3 or a["label"] == b["label"]:
             break
         if _mass(a) - _mass(b) >= margin:
             lines.append(f"{_cap(a['label'])} is more common than {b['label']}.")
         else:
             lines.append(f"{_cap(a['label'])} and {b['label']} have similar support.")
-        shown += 1
     if len(atoms) > 1:
         lines.append(f"The least common theme in the plan is {atoms[-1]['label']}.")
     return "\n".join(lines)
@@ -169,7 +167,7 @@ class LLMConfig:
     seed: int | None = None
     constraint: str | None = None
 
-    def resolved(self) -> "LLMConfig":
+    def resolved(self) -> LLMConfig:
         env = os.environ.get
         return LLMConfig(
             base_url=self.base_url or env("DPSPIN_LLM_BASE_URL") or env("OPENAI_BASE_URL"),

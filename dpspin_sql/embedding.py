@@ -161,7 +161,7 @@ class Encoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_tokens)
         t = load_safetensors(weights)
-        g = lambda k: np.ascontiguousarray(t[k], dtype=np.float32)  # noqa: E731
+        g = lambda k: np.ascontiguousarray(t[k], dtype=np.float32)
         self.word = g("embeddings.word_embeddings.weight")
         self.pos = g("embeddings.position_embeddings.weight")
         self.type0 = g("embeddings.token_type_embeddings.weight")[0]

@@ -12,8 +12,8 @@ Noise is integer (discrete Laplace / discrete Gaussian) on the int64 sketch in u
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import opendp.prelude as dp
@@ -230,7 +230,7 @@ def comparison_margin(noise_kind: str, noise_scale: float, confidence: float = 0
     if noise_kind == "gaussian":
         return float(stats.norm.ppf(confidence) * noise_scale * math.sqrt(2))
     tail = 1 - confidence  # P(X − Y > t) = (2 + t/b) e^{−t/b} / 4 for X, Y ~ Lap(b)
-    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail  # noqa: E731
+    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail
     return float(optimize.brentq(f, 0.0, 100.0) * noise_scale)
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dpspin_sql.atoms import hash_entries
 from dpspin_sql.errors import BadInput
@@ -94,7 +94,7 @@ class Plan:
     bin_rule: str | None = None
     notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -108,7 +108,7 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Plan":
+    def from_dict(cls, d: dict) -> Plan:
         try:
             atoms = [PlanAtom(**{k: a.get(k) for k in PlanAtom.__dataclass_fields__}) for a in d["atoms"]]
             fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "atoms"}

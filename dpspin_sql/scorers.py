@@ -281,7 +281,7 @@ class KeywordScorer(Scorer):
         self._W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(max(len(vocab), 1), len(self.words)))
 
     @classmethod
-    def from_atoms(cls, atoms, *, renormalise: bool = True) -> "KeywordScorer":
+    def from_atoms(cls, atoms, *, renormalise: bool = True) -> KeywordScorer:
         return cls([a.atom_id for a in atoms], [content_words(a.label) for a in atoms], renormalise=renormalise)
 
     def _score_matrix(self, texts):

@@ -55,8 +55,9 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -476,7 +477,7 @@ def _histogram(ctx: Context, run, out: Path, pub: Public, units):
 
     dict_id = dictionary_hash(atoms)
     step = make_step(run, "histogram", len(atoms), K_step, int(run["L"]), float(run["epsilon"]), float(run["delta"]))
-    charged, cost = charge_steps(ctx.con, run, [step], ctx.ledger_dataset, str(out / "private_plan.json"))
+    charged, _ = charge_steps(ctx.con, run, [step], ctx.ledger_dataset, str(out / "private_plan.json"))
     st = StepStore([(u[0], u[1]) for u in units])
     try:
         sk = st.sketch(len(atoms), rows, run["unit"], K_step, float(run["B"]))

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Iterable, Sequence, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import TypeAlias
 
 import numpy as np
 
@@ -220,7 +221,7 @@ def count_label_mentions(text: str, labels: Iterable[str]) -> int:
     low = (text or "").lower()
     taken = [False] * len(low)
     n = 0
-    for lab in sorted({l.strip().lower() for l in labels if l and l.strip()}, key=len, reverse=True):
+    for lab in sorted({x.strip().lower() for x in labels if x and x.strip()}, key=len, reverse=True):
         for m in re.finditer(r"(?<![a-z0-9])" + re.escape(lab) + r"(?![a-z0-9])", low):
             if not any(taken[m.start():m.end()]):
                 taken[m.start():m.end()] = [True] * (m.end() - m.start())

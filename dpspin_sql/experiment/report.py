@@ -13,8 +13,8 @@ import io
 import math
 from pathlib import Path
 
-from dpspin_sql.experiment.metrics import describe
 from dpspin_sql.experiment.artifacts import load_runs
+from dpspin_sql.experiment.metrics import describe
 
 KEYS = ("dataset", "unit", "n", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
 PROBE_KEYS = KEYS + ("probe_support",)

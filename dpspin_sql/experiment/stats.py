@@ -115,7 +115,7 @@ def write_all(grid, out_dir: str | Path) -> dict:
         else:
             try:
                 s = dataset_stats(run["preset"], run["input"], run.get("businesses"))
-            except Exception as exc:  # noqa: BLE001 - statistics never stop a grid
+            except Exception as exc:  # statistics never stop a grid
                 s = {"preset": run["preset"], "error": str(exc)}
         s["preparations"] = [p for p in preps if p["dataset"] == name]
         path.write_text(json.dumps(s, indent=1, default=str) + "\n", encoding="utf-8")
