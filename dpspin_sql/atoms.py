@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -59,14 +59,13 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
         "label": ([a.label for a in atoms], object),
         "description": ([a.description or "" for a in atoms], object),
         "aux_support": ([a.aux_support for a in atoms], object),
-    }):
-        with transaction(con):
-            con.execute(queries.load("clear_dictionary"))
-            con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
-            con.execute(queries.load("insert_dictionary"), {
-                "dictionary_id": dictionary_id, "builder": builder,
-                "manifest": json.dumps(manifest), "scorer": scorer,
-                "created_at": datetime.now(timezone.utc).replace(tzinfo=None)})
+    }), transaction(con):
+        con.execute(queries.load("clear_dictionary"))
+        con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
+        con.execute(queries.load("insert_dictionary"), {
+            "dictionary_id": dictionary_id, "builder": builder,
+            "manifest": json.dumps(manifest), "scorer": scorer,
+            "created_at": datetime.now(UTC).replace(tzinfo=None)})
     return dictionary_id
 
 

@@ -41,7 +41,10 @@ def build_metadata(con: duckdb.DuckDBPyConnection, fields: list[str], m: int = 5
                        f"{', '.join(have) or '(none)'}")
     rows = con.execute(queries.load("atoms_build_metadata"), {"fields": fields, "m": int(m)}).fetchall()
     candidates = int(rows[0][2]) if rows else 0
-    atoms, entries, seen, collisions, below = [], [], set(), 0, 0
+    atoms: list[Atom] = []
+    entries: list[dict] = []
+    seen: set[str] = set()
+    collisions, below = 0, 0
     for key, support, _ in rows:
         if support < min_support:
             below += 1

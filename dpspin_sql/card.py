@@ -19,7 +19,7 @@ import html
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class CardData:
     attempts: dict | None = None
     attempts_path: str | None = None
     notes: list[str] = field(default_factory=list)   # problems worth a warning line
-    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str | Path | None = None,
@@ -115,10 +115,9 @@ def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str 
 
 
 def _read_ledger(data: CardData, db: Path) -> None:
-    from dpspin_sql import ledger, store
-
     import duckdb
 
+    from dpspin_sql import ledger, store
     from dpspin_sql.ledger import Finding
 
     con = store.connect(db, read_only=True)
@@ -337,7 +336,7 @@ def _parameters(plan: dict, dictionary_note: str) -> str:
     mech = plan.get("mechanism")
     noise = details.get("noise") or ("laplace" if mech == "laplace" else "gaussian")
     pairs = [
-        ("mechanism", f"<strong>{e(mech)}</strong> — {e(MECHANISM_WORDS.get(mech, ''))}"),
+        ("mechanism", f"<strong>{e(mech)}</strong> — {e(MECHANISM_WORDS.get(str(mech), ''))}"),
         ("privacy cost charged", f"ε = {_g(cost.get('epsilon', plan.get('epsilon')), 6)}, "
                                  f"δ = {_g(cost.get('delta', plan.get('delta')), 3)}"),
         ("requested", f"ε = {_g(plan.get('epsilon'), 6)}, δ = {_g(plan.get('delta'), 3)}"),

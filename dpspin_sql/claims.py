@@ -251,10 +251,11 @@ def _join(parts: list[str]) -> str:
 _THEME_ORDER = ("top_theme", "rank", "bin", "mass", "interval")
 
 
-def _theme_sentence(a: dict, kinds: set[str], view: dict, said_bins: set[str] | None = None) -> str:
+def _theme_sentence(a: dict, kinds: set[str], view: dict, said_bins: set[str | None] | None = None) -> str:
     """One sentence about one theme: its rank (or the top spot), bin, mass and interval
     ("also" when an earlier sentence gave another theme the same bin)."""
-    head, nouns = None, []
+    head: str | None = None
+    nouns: list[str] = []
     if "top_theme" in kinds:
         head = "is the most common theme"
     elif "rank" in kinds:
@@ -265,7 +266,7 @@ def _theme_sentence(a: dict, kinds: set[str], view: dict, said_bins: set[str] | 
     if "mass" in kinds:
         nouns.append(f"a released mass of {_fmt(shown)}")
     if head and nouns:
-        s = f"{_cap(a['label'])} {head}, with " + _join(nouns)
+        s: str | None = f"{_cap(a['label'])} {head}, with " + _join(nouns)
     elif head:
         s = f"{_cap(a['label'])} {head}"
     elif nouns:
@@ -274,11 +275,14 @@ def _theme_sentence(a: dict, kinds: set[str], view: dict, said_bins: set[str] | 
     else:
         s = None
     if "interval" in kinds:
-        lo, hi = _interval(view, a)
+        iv, confidence = _interval(view, a), _confidence(view)
+        assert iv is not None and confidence is not None  # menu() offers interval claims only then
+        lo, hi = iv
         span = f"between {_fmt(lo) if lo > 0 else '0'} and {_fmt(hi)}"
-        conf = f"{_confidence(view) * 100:g}%"
+        conf = f"{confidence * 100:g}%"
         s = (f"{s}, and with {conf} confidence its mass lies {span}" if s
              else f"With {conf} confidence, the mass of {a['label']} lies {span}")
+    assert s is not None  # kinds is non-empty: a head, a noun or an interval said something
     return s + "."
 
 
@@ -291,10 +295,15 @@ def _count_sentence(c: Claim, atoms: list[dict]) -> str:
     return f"{_cap(_count_word(n))} {verb} {c.bin} support: {_join(members)}."
 
 
+def _other(c: Claim) -> str:
+    assert c.other is not None, c  # comparison and similar claims always name the other theme
+    return c.other
+
+
 def _relations(subject: str, cs: list[Claim], facts: bool) -> tuple[str | None, str | None]:
     """(the comparison verb phrase, the similar sentence) of one subject theme."""
-    more = [c.other for c in cs if c.kind == "comparison"]
-    alike = [c.other for c in cs if c.kind == "similar"]
+    more = [_other(c) for c in cs if c.kind == "comparison"]
+    alike = [_other(c) for c in cs if c.kind == "similar"]
     vp = f"is {'also ' if facts else ''}more common than {_join(more)}" if more else None
     sim = f"{_cap(subject)} has similar support to {_join(alike)}." if alike else None
     return vp, sim
@@ -324,6 +333,7 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
         if c.kind == "count":
             order.append(c)
             continue
+        assert c.theme is not None, c  # every kind but count is about a theme
         if c.kind == "bin" and atoms[c.theme].get("bin") in counted:
             counted[atoms[c.theme]["bin"]].append(c)   # said by the count sentence
             continue
@@ -332,7 +342,7 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
             order.append(c.theme)
         groups[c.theme].append(c)
     sentences: list[tuple[str, list[Claim]]] = []
-    said_bins: set[str] = set()
+    said_bins: set[str | None] = set()
     for x in order:
         if isinstance(x, Claim):
             sentences.append((_count_sentence(x, list(atoms.values())), counted.get(x.bin, [x])))

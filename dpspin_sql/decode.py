@@ -100,10 +100,12 @@ def _verifier_reads_intervals() -> bool:
     """Whether the public verifier accepts the template's interval wording: checked once on
     a fixed public example (no plan involved). While it does not, the template leaves the
     intervals out, so the fallback stays accepted."""
-    probe = {"L": 1, "m": 1, "comparison_margin": 1.0, "interval_confidence": 0.95, "interval_half_width": 2.5,
+    probe: dict[str, Any] = {"L": 1, "m": 1, "comparison_margin": 1.0, "interval_confidence": 0.95, "interval_half_width": 2.5,
              "atoms": [{"atom_id": 0, "rank": 1, "label": "alpha theme", "description": "", "noisy_mass": 10.0,
                         "display_mass": 10.0, "bin": "high", "interval": [7.5, 12.5]}]}
-    text = "\n".join([_template_atom_sentence(probe["atoms"][0], probe, True), _confidence_sentence(probe)])
+    confidence = _confidence_sentence(probe)
+    assert confidence is not None  # the probe states its interval confidence
+    text = "\n".join([_template_atom_sentence(probe["atoms"][0], probe, True), confidence])
     try:
         return verify(text, probe).accepted
     except Exception:
@@ -120,7 +122,8 @@ def template_summary(plan: Any) -> str:
     atoms = v["atoms"]
     if not atoms:
         return "The released plan admits no themes, so there is nothing to summarize."
-    intervals = (any(_half_width(a, v) is not None for a in atoms) and _confidence_sentence(v) is not None
+    confidence = _confidence_sentence(v)
+    intervals = (any(_half_width(a, v) is not None for a in atoms) and confidence is not None
                  and _verifier_reads_intervals())
     eps = v.get("epsilon")
     # a non-private reference (experiments only) must never read as a DP release
@@ -129,18 +132,16 @@ def template_summary(plan: Any) -> str:
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
     lines = [head, f"The most common theme is {atoms[0]['label']}."]
     lines += [_template_atom_sentence(a, v, intervals) for a in atoms]
-    if intervals:
-        lines.append(_confidence_sentence(v))
+    if intervals and confidence is not None:
+        lines.append(confidence)
     margin = v["comparison_margin"]
-    shown = 0
-    for a, b in zip(atoms, atoms[1:]):
+    for shown, (a, b) in enumerate(zip(atoms, atoms[1:])):
         if shown >= 3 or a["label"] == b["label"]:
             break
         if _mass(a) - _mass(b) >= margin:
             lines.append(f"{_cap(a['label'])} is more common than {b['label']}.")
         else:
             lines.append(f"{_cap(a['label'])} and {b['label']} have similar support.")
-        shown += 1
     if len(atoms) > 1:
         lines.append(f"The least common theme in the plan is {atoms[-1]['label']}.")
     return "\n".join(lines)
@@ -166,7 +167,7 @@ class LLMConfig:
     seed: int | None = None
     constraint: str | None = None
 
-    def resolved(self) -> "LLMConfig":
+    def resolved(self) -> LLMConfig:
         env = os.environ.get
         return LLMConfig(
             base_url=self.base_url or env("DPSPIN_LLM_BASE_URL") or env("OPENAI_BASE_URL"),
@@ -236,7 +237,7 @@ def plan_prompt(plan: Any) -> str:
     for a in v["atoms"]:
         lines.append("- " + _atom_sentence(a))
     margin = v["comparison_margin"]
-    comps = []
+    comps: list[str] = []
     for i, a in enumerate(v["atoms"]):
         for b in v["atoms"][i + 1:]:
             if _mass(a) - _mass(b) >= margin and len(comps) < 6:
@@ -442,7 +443,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
     if decoder == "template":
         text = template_summary(view)
         verdict = verify(text, view, dictionary)
-        rec = {"attempt": 1, "source": "template", "text": text, **verdict.to_dict(), "feedback": None}
+        rec: dict = {"attempt": 1, "source": "template", "text": text, **verdict.to_dict(), "feedback": None}
         return SummaryResult(text, verdict.accepted, [rec], False, "template", int(max_attempts), "template")
     from dpspin_sql.extras import require
 
@@ -471,7 +472,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
     for r in range(1, rounds + 1):
         allowed = [c for c in items if c not in dropped] or items
         messages = build_messages(view, cfg.mode, history, allowed if cfg.mode == "claims" else None)
-        rec: dict = {"attempt": r, "source": "llm", "mode": cfg.mode, "model": cfg.model,
+        rec = {"attempt": r, "source": "llm", "mode": cfg.mode, "model": cfg.model,
                      "feedback_in": history[-1] if history else None, "messages": messages}
         blame: list = []
         try:

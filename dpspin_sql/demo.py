@@ -57,7 +57,9 @@ def synthetic_corpus(seed: int = 7, n_users: int = 400) -> dict[str, list[str]]:
     record_id, user_id, text as lists)."""
     rng = np.random.default_rng(seed)  # synthetic data only, never released noise
     popularity = rng.dirichlet(np.full(len(TAXONOMY), 0.6))
-    ids, users, texts = [], [], []
+    ids: list[str] = []
+    users: list[str] = []
+    texts: list[str] = []
     for u in range(n_users):
         n = 1 + int(min(rng.pareto(1.3) * 2, 60))  # heavy tail: a few users write dozens
         likes = rng.choice(len(TAXONOMY), size=3, replace=False, p=popularity)

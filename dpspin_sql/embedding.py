@@ -161,7 +161,7 @@ class Encoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_tokens)
         t = load_safetensors(weights)
-        g = lambda k: np.ascontiguousarray(t[k], dtype=np.float32)  # noqa: E731
+        g = lambda k: np.ascontiguousarray(t[k], dtype=np.float32)
         self.word = g("embeddings.word_embeddings.weight")
         self.pos = g("embeddings.position_embeddings.weight")
         self.type0 = g("embeddings.token_type_embeddings.weight")[0]
@@ -243,9 +243,9 @@ class Encoder:
         b, d, h = len(ids), self.dim, self.heads
         tok = np.zeros((b, L), dtype=np.int64)
         mask = np.zeros((b, L), dtype=np.float32)
-        for i, x in enumerate(ids):
-            tok[i, :len(x)] = x
-            mask[i, :len(x)] = 1.0
+        for i, row in enumerate(ids):
+            tok[i, :len(row)] = row
+            mask[i, :len(row)] = 1.0
         x = self.word[tok] + self.pos[:L] + self.type0
         x = self._layer_norm(x.reshape(b * L, d), self.ln0)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]        # padded keys get no attention

@@ -29,14 +29,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from dpspin_sql import queries
-from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
 from dpspin_sql.db import first_row, lock_timeout, transaction
+from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
 
 DEFAULT_DATASET = "default"
 DEFAULT_EPSILON_BUDGET = 1.0
@@ -141,7 +141,7 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
             head_seq, head_hash = _verified_head(con)
             eps_costs, delta_costs = _verified_costs(con, dataset)
             _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
-            created = datetime.now(timezone.utc).replace(tzinfo=None)
+            created = datetime.now(UTC).replace(tzinfo=None)
             content = _Row(head_seq + 1, head_hash, release_id, dataset, created, mechanism, float(epsilon),
                            float(delta), params_text, measurements_text, plan_path)
             row_hash = content.digest()

@@ -12,8 +12,8 @@ Noise is integer (discrete Laplace / discrete Gaussian) on the int64 sketch in u
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import opendp.prelude as dp
@@ -155,9 +155,12 @@ def _make_mechanism(request: ReleaseRequest, m: int, scale: int) -> Mechanism:
     if request.mechanism == "laplace":
         part = _laplace(domain, int(d_in.l1), eps)
         return Mechanism(request, m, (part,), part.noise_scale / scale, "laplace", scale)
+    # ReleaseRequest fills δ and the calibration in for both Gaussian mechanisms
+    assert delta is not None and request.calibration is not None
     if request.mechanism == "gaussian":
         part = _gaussian(domain, int(d_in.l2), eps, delta, request.calibration, sensitivity_l2=d_in.l2)
         return Mechanism(request, m, (part,), part.noise_scale / scale, "gaussian", scale)
+    assert request.selection_fraction is not None  # filled in for private_topL
     eps_sel = eps * request.selection_fraction
     eps_val = eps - eps_sel
     monotonic = request.adjacency == "add_drop"
@@ -227,7 +230,7 @@ def comparison_margin(noise_kind: str, noise_scale: float, confidence: float = 0
     if noise_kind == "gaussian":
         return float(stats.norm.ppf(confidence) * noise_scale * math.sqrt(2))
     tail = 1 - confidence  # P(X − Y > t) = (2 + t/b) e^{−t/b} / 4 for X, Y ~ Lap(b)
-    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail  # noqa: E731
+    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail
     return float(optimize.brentq(f, 0.0, 100.0) * noise_scale)
 
 

@@ -13,12 +13,13 @@ are removed first.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from dpspin_sql.errors import BadInput
 
@@ -50,7 +51,7 @@ def _key(path: Path) -> Path:
 class Outputs:
     """One command's outputs, checked against its inputs, its store and each other."""
 
-    inputs: Iterable[str | Path] = ()
+    inputs: Iterable[str | Path | None] = ()   # None: an optional input not given
     store: str | Path | None = None
     force: bool = False
     _taken: dict[Path, str] = field(default_factory=dict)
@@ -147,7 +148,5 @@ def remove_stale_temporaries(path: Path) -> None:
     for entry in entries:
         rest = entry.name[len(prefix):]
         if entry.name.startswith(prefix) and len(rest) == 8 and entry.is_file():
-            try:
+            with contextlib.suppress(OSError):
                 entry.unlink()
-            except OSError:
-                pass

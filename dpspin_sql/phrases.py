@@ -316,7 +316,8 @@ def phrase_usage(text: str, profile: Profile, lex: dict[str, str]) -> tuple[Coun
     complement (an adjective, an adverb or 'like': 'my hair looks great', 'feels like')."""
     stop = STOP_WORDS | profile.words("stop_words")
     keep = profile.words("keep_words")
-    seen, clause = Counter(), Counter()
+    seen: Counter[tuple[str, str]] = Counter()
+    clause: Counter[tuple[str, str]] = Counter()
     for words in sentences(text):
         for i in range(len(words) - 1):
             a, b = words[i], words[i + 1]
@@ -379,7 +380,7 @@ def pos_filter(final: dict, profile: Profile, seen: Counter | None, clause: Coun
     dropped = {}
     for label, pairs in by_label.items():
         n = sum(seen.get(p, 0) for p in pairs) if seen is not None else 0
-        share = (sum(clause.get(p, 0) for p in pairs) / n) if n else None
+        share = (sum(clause.get(p, 0) for p in pairs) / n) if n and clause is not None else None
         head = label.split()[-1]
         plural = any(p[-1] in (head + "s", head + "es") for p in pairs)
         reason = noun_phrase_reason(label, profile, lex, share, plural)
@@ -414,8 +415,10 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     n_aux = aux_count(con)
     if n_aux == 0:
         raise BadInput("the auxiliary split is empty: run dpspin split first, or load public records with --split aux")
-    raw_df, word_df = Counter(), Counter()
-    seen, clause = Counter(), Counter()
+    raw_df: Counter[tuple[str, str]] = Counter()
+    word_df: Counter[str] = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
+    clause: Counter[tuple[str, str]] = Counter()
     lex = pos_lexicon() if prof.pos_filter else None
     for text in iter_aux_texts(con):
         words, bigrams = doc_words_and_bigrams(text, prof)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dpspin_sql.atoms import hash_entries
 from dpspin_sql.errors import BadInput
@@ -68,8 +68,8 @@ class PlanAtom:
 @dataclass
 class Plan:
     mechanism: str
-    epsilon: float
-    delta: float
+    epsilon: float | None   # None only on a non-private reference plan (experiments)
+    delta: float | None
     unit: str
     adjacency: str
     B: float
@@ -94,7 +94,7 @@ class Plan:
     bin_rule: str | None = None
     notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -108,7 +108,7 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Plan":
+    def from_dict(cls, d: dict) -> Plan:
         try:
             atoms = [PlanAtom(**{k: a.get(k) for k in PlanAtom.__dataclass_fields__}) for a in d["atoms"]]
             fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "atoms"}
@@ -161,7 +161,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
         interval = [float(value) - half, float(value) + half]
         support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]
                             if denominator else None)
-        bin_name = assign_bin(support if denominator else rank, bins, basis)
+        bin_name = assign_bin(support if support is not None else rank, bins, basis)  # None iff no denominator
         if interval[0] <= 0:
             bin_name = "low"   # indistinguishable from no mass at the stated confidence
         plan_atoms.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
@@ -172,6 +172,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
                "fixed_point_scale": mechanism.scale} | mechanism.extra
     if request.mechanism == "private_topL":
         details["selection_fraction"] = request.selection_fraction
+    assert request.B is not None  # ReleaseRequest fills it in
     return Plan(mechanism=request.mechanism, epsilon=request.epsilon, delta=request.delta,
                 unit=request.unit, adjacency=request.adjacency, B=request.B, K=request.K,
                 L=request.L, m=mechanism.m, calibration=request.calibration or "laplace",

@@ -15,8 +15,9 @@ not set, so that no other module re-derives "record level means B = 1".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sensitivity import ADJACENCIES, Sensitivity, fixed_point_d_in, sensitivity
@@ -78,7 +79,7 @@ class Bounds:
     B: float | None = None
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731  (frozen)
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # (frozen)
         if self.unit not in UNITS:
             raise RequestError("unit", self.unit, "use record or user")
         if self.unit == "record":
@@ -103,6 +104,7 @@ class Bounds:
     @property
     def bound_fix(self) -> int:
         """The per-unit L1 bound in fixed point: 2^S at record level, floor(B·2^S) at user level."""
+        assert self.B is not None  # __post_init__ always sets B
         return SCALE if self.unit == "record" else fixed_bound(self.B)
 
     def params(self) -> dict[str, int]:
@@ -141,7 +143,7 @@ class ReleaseRequest:
     defaulted: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731  (frozen)
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # (frozen)
         defaulted: list[str] = []
         if self.mechanism not in MECHANISMS:
             raise RequestError("mechanism", self.mechanism, f"use one of {', '.join(MECHANISMS)}")
@@ -222,6 +224,7 @@ class ReleaseRequest:
     @property
     def sensitivity(self) -> Sensitivity:
         """docs/DESIGN.md §2's entry for this unit, adjacency and B (real mass units)."""
+        assert self.B is not None  # __post_init__ always sets B (via Bounds)
         return sensitivity(self.unit, self.adjacency, self.B)
 
     @property

@@ -244,6 +244,11 @@ class Scorer:
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:
         raise NotImplementedError  # pragma: no cover
 
+    @classmethod
+    def from_state(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Scorer:
+        """The scorer `state()` describes (each kind rebuilds its own)."""
+        raise NotImplementedError  # pragma: no cover
+
     def to_bytes(self) -> bytes:
         meta, arrays = self.state()
         meta = dict(meta, kind=self.kind, format=1, renormalise=self.renormalise)
@@ -276,7 +281,7 @@ class KeywordScorer(Scorer):
         self._W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(max(len(vocab), 1), len(self.words)))
 
     @classmethod
-    def from_atoms(cls, atoms, *, renormalise: bool = True) -> "KeywordScorer":
+    def from_atoms(cls, atoms, *, renormalise: bool = True) -> KeywordScorer:
         return cls([a.atom_id for a in atoms], [content_words(a.label) for a in atoms], renormalise=renormalise)
 
     def _score_matrix(self, texts):

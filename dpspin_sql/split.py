@@ -110,8 +110,9 @@ def _invalidate(con) -> str | None:
 
 def _report(con, unit, seed, aux_fraction, requested, sampled, changed, invalidated) -> SplitReport:
     row = con.execute(queries.load("split_stats")).fetchall()[0]
-    return SplitReport(unit, seed, aux_fraction, *[int(x) for x in row], requested, sampled, int(changed),
-                       invalidated)
+    aux_records, target_records, excluded_records, aux_users, target_users, shared_users = (int(x) for x in row)
+    return SplitReport(unit, seed, aux_fraction, aux_records, target_records, excluded_records, aux_users,
+                       target_users, shared_users, requested, sampled, int(changed), invalidated)
 
 
 def _require_user_ids(con) -> None:

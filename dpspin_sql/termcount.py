@@ -122,7 +122,8 @@ class TermCounter:
         self.n_features = len(vocabulary)
         self.ngrams = ngrams
         words: dict[str, int] = {}
-        uni, bi = [], []
+        uni: list[tuple[list[int], int]] = []
+        bi: list[tuple[list[int], int]] = []
         for j, term in enumerate(vocabulary):
             parts = term.split(" ")
             if len(parts) > ngrams or not all(TOKEN_RE.fullmatch(p) for p in parts):

@@ -168,13 +168,13 @@ def check_vector(rows: list[tuple[Any, Any]], atom_ids: list[int], bound_fix: in
         raise BadInput(f"the returned sketch has {len(rows)} rows; the store's dictionary has m = {m} atoms "
                        "(the emitted query returns one row per atom)")
     position = {int(a): j for j, a in enumerate(atom_ids)}
-    mass = [None] * m
+    slots: list[int | None] = [None] * m
     for atom_raw, mass_raw in rows:
         atom = _integer(atom_raw, "an atom_id")
         if atom not in position:
             raise BadInput(f"atom_id {atom} of the returned sketch is not in the store's dictionary")
         j = position[atom]
-        if mass[j] is not None:
+        if slots[j] is not None:
             raise BadInput(f"atom_id {atom} appears more than once in the returned sketch")
         value = _integer(mass_raw, f"the mass of atom {atom}")
         if value < 0:
@@ -182,7 +182,9 @@ def check_vector(rows: list[tuple[Any, Any]], atom_ids: list[int], bound_fix: in
                            "contributions")
         if value > INT64_MAX:
             raise BadInput(f"the mass of atom {atom} is above the int64 fixed-point range")
-        mass[j] = value
+        slots[j] = value
+    mass = [v for v in slots if v is not None]
+    assert len(mass) == m  # m rows, each a distinct atom of the dictionary: every slot is filled
     total = sum(mass)
     for atom, value in zip(atom_ids, mass):
         if value > total:   # holds for any non-negative vector; kept as the stated invariant
@@ -239,7 +241,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
         bounds = request.bounds
         sketch = Sketch(atom_ids=np.array(atom_ids, dtype=np.int64), mass=mass, unit=bounds.unit, K=bounds.K,
                         B=bounds.B, n_records=0, n_users=0)
-        details = {"statement_sha256": statement_hash(statement),
+        details: dict[str, Any] = {"statement_sha256": statement_hash(statement),
                    "sketch_sql_sha256": "sha256:" + hashlib.sha256(emit_sketch(statement, dialect).encode()).hexdigest()}
         if max_units is not None:
             details["max_units"] = max_units
@@ -257,10 +259,11 @@ def push_postgres(con, dsn: str | None = None, *, pg=None) -> dict[str, int]:
     from dpspin_sql.embed import resolve
     from dpspin_sql.engines import postgres
 
-    if pg is None and not dsn:
-        raise BadInput("--pg-dsn (or DPSPIN_PG_DSN) is required")
     own = pg is None
-    pg = pg or postgres.connect(dsn)
+    if pg is None:
+        if not dsn:
+            raise BadInput("--pg-dsn (or DPSPIN_PG_DSN) is required")
+        pg = postgres.connect(dsn)
     try:
         with resolve(con) as con:
             return postgres.copy_store(con, pg)

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import warnings
+from typing import Protocol, cast
 
 import typer
 
@@ -23,6 +24,14 @@ from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
 from dpspin_sql.errors import BadInput, DpspinError
 from dpspin_sql.request import RequestError
+
+
+class _ClickError(Protocol):
+    """What run() uses of a click exception (recognised by duck typing: click is typer's, not ours)."""
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
 
 
 def _version(value: bool) -> None:
@@ -86,8 +95,9 @@ def run(argv: list[str] | None = None) -> int:
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # (typer's) click exception
             ctx = getattr(exc, "ctx", None)
             hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-            _one_line(f"error: {exc.format_message()}{hint}")
-            return exc.exit_code
+            click_exc = cast(_ClickError, exc)
+            _one_line(f"error: {click_exc.format_message()}{hint}")
+            return click_exc.exit_code
         if os.environ.get("DPSPIN_DEBUG"):
             raise
         # the type only: an unexpected engine message could quote a protected value

@@ -74,7 +74,8 @@ def split_cmd(db: Path = DB,
     out.print(f"aux: {report.aux_records} records; target: {report.target_records} records"
               + (f" ({report.target_users} users)" if unit == "user" else "")
               + f"; excluded: {report.excluded_records}")
-    if report.requested_units is not None and report.sampled_units < report.requested_units:
+    if (report.requested_units is not None and report.sampled_units is not None
+            and report.sampled_units < report.requested_units):
         out.print(f"[yellow]only {report.sampled_units} of {report.requested_units} {unit}s available[/yellow]")
     if report.invalidated:
         out.print(f"the aux split changed: the old {report.invalidated} was dropped; rebuild it")

@@ -55,12 +55,19 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from dpspin_sql.errors import BadInput
+
+if TYPE_CHECKING:
+    from dpspin_sql.mechanisms import Mechanism
+    from dpspin_sql.plan import Plan
+    from dpspin_sql.request import ReleaseRequest
 
 DP_METHODS = ("keyword_hist", "category_hist", "urania")
 REFERENCES = ("np_plan", "np_kmeans")
@@ -100,7 +107,7 @@ class Public:
     idf: dict[str, float]
     categories: list[str] | None = None
     category_counts: list[int] | None = None
-    features: object = None          # (vectorizer, nmf) for urania
+    features: tuple[Any, Any] | None = None   # (vectorizer, nmf) for urania
     init_centroids: np.ndarray | None = None
 
 
@@ -173,6 +180,7 @@ def fit_features(con, run: dict, pub: Public) -> None:
 def features_of(pub: Public, texts: list[str]) -> np.ndarray:
     from threadpoolctl import threadpool_limits
 
+    assert pub.features is not None, "fit_features first"
     vec, nmf = pub.features
     with threadpool_limits(1):
         return _simplex_rows(nmf.transform(vec.transform(texts)))
@@ -219,7 +227,7 @@ def keyword_rows(texts_by_id: list[tuple[str, str]], pub: Public, K: int) -> lis
     """(record_id, keyword index, weight): each record's ≤ K vocabulary words with the
     highest TF-IDF weight in it (ties: the lower vocabulary index), weight 1/k each."""
     index = {w: i for i, w in enumerate(pub.keywords)}
-    out = []
+    out: list[tuple[str, int, float]] = []
     for rid, text in texts_by_id:
         tf = Counter(w for w in _WORD.findall((text or "").lower()) if w in index)
         if not tf:
@@ -280,8 +288,8 @@ class Step:
     name: str
     m: int
     K: int
-    request: object
-    mechanism: object
+    request: ReleaseRequest
+    mechanism: Mechanism
 
 
 def step_request(run: dict, eps: float, delta: float, K: int, L: int, noise: str):
@@ -310,12 +318,13 @@ def total_cost(steps: list[Step]) -> tuple[float, float]:
     return eps, delta
 
 
-def charge_steps(con, run: dict, steps: list[Step], dataset: str, plan_path: str | None):
+def charge_steps(con, run: dict, steps: list[Step], dataset: str | None, plan_path: str | None):
     """One ledger row for the whole baseline release, before any noise is drawn: the
     budget of the run's own dataset is the composed cost; the row carries every step's
     serialized measurements, whose maps the ledger re-evaluates."""
     from dpspin_sql import ledger
 
+    assert dataset is not None, "a non-private reference is never charged"
     eps, delta = total_cost(steps)
     ledger.set_budget(con, eps, delta, dataset)
     ledger.check(con, eps, delta, dataset)
@@ -353,7 +362,7 @@ def split_budget(run: dict, n_steps_clustering: int) -> dict[str, tuple[float, f
 
 # ================================================================== plans
 
-def vocabulary_atoms(labels: list[str], descriptions: list[str], support: list[float]):
+def vocabulary_atoms(labels: list[str], descriptions: list[str], support: Sequence[float]):
     from dpspin_sql.atoms import Atom
 
     return [Atom(i, lab, desc, float(s)) for i, (lab, desc, s) in enumerate(zip(labels, descriptions, support))]
@@ -415,7 +424,7 @@ class Context:
     truth_labels: list[str] | None
     truth_fields: list[list[str | None]] | None
     ref_text: str
-    ledger_dataset: str
+    ledger_dataset: str | None   # None for a non-private reference (never charged)
 
 
 def sample_units(con) -> list[tuple[str, str | None, str, object]]:
@@ -423,7 +432,7 @@ def sample_units(con) -> list[tuple[str, str | None, str, object]]:
                        "ORDER BY record_id").fetchall()
 
 
-def run_method(ctx: Context, run: dict, out: Path, pub: Public) -> tuple[dict, dict, object]:
+def run_method(ctx: Context, run: dict, out: Path, pub: Public) -> tuple[dict, dict, Plan]:
     """Release (or, for a reference, compute) the method's object and write its plan.
     Returns (plan dict, metrics, plan object)."""
     method = run["method"]
@@ -454,6 +463,7 @@ def _histogram(ctx: Context, run, out: Path, pub: Public, units):
             raise BadInput(f"no {run['category_field']!r} category in the auxiliary split")
         labels = pub.categories
         descr = [f"{run['category_field']}: {c}" for c in labels]
+        assert pub.category_counts is not None  # fit_public sets the categories and their counts together
         support = pub.category_counts
         vocab = {c: i for i, c in enumerate(labels)}
         rows = []
@@ -467,7 +477,7 @@ def _histogram(ctx: Context, run, out: Path, pub: Public, units):
 
     dict_id = dictionary_hash(atoms)
     step = make_step(run, "histogram", len(atoms), K_step, int(run["L"]), float(run["epsilon"]), float(run["delta"]))
-    charged, cost = charge_steps(ctx.con, run, [step], ctx.ledger_dataset, str(out / "private_plan.json"))
+    charged, _ = charge_steps(ctx.con, run, [step], ctx.ledger_dataset, str(out / "private_plan.json"))
     st = StepStore([(u[0], u[1]) for u in units])
     try:
         sk = st.sketch(len(atoms), rows, run["unit"], K_step, float(run["B"]))
@@ -500,6 +510,7 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
     ids = [u[0] for u in units]
     H = features_of(pub, [u[2] or "" for u in units])
     has = H.sum(axis=1) > 0
+    assert pub.init_centroids is not None  # set by fit_features
     cent = pub.init_centroids.copy()
     k, d = cent.shape
     T = int(run["urania_iterations"])
@@ -515,7 +526,7 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
         steps.append(make_step(run, "histograms", k * V, K, 1, *budget["histograms"]))
         charged, cost = charge_steps(ctx.con, run, steps, ctx.ledger_dataset, str(out / "private_plan.json"))
     st = StepStore([(u[0], u[1]) for u in units])
-    trace = []
+    trace: list[dict] = []
     try:
         for t in range(T):
             assign = _nearest(H, cent)
@@ -539,13 +550,13 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
         assign = _nearest(H, cent)
         rows = [(ids[i], int(assign[i]), 1.0) for i in np.flatnonzero(has)]
         sk = st.sketch(k, rows, unit, 1, B)
-        size_step = steps[T] if private else None
-        sizes = noisy_vector(size_step, sk) if private else sk.as_float()
         if private:
-            mech = size_step.mechanism
+            sizes = noisy_vector(steps[T], sk)
+            mech = steps[T].mechanism
             sd = mech.noise_scale * (math.sqrt(2) if mech.noise_kind == "laplace" else 1.0)
             threshold = float(run["urania_min_size"]) + 2 * sd
         else:
+            sizes = sk.as_float()
             threshold = float(run["urania_min_size"])
         kept = sorted((j for j in range(k) if sizes[j] >= threshold), key=lambda j: (-sizes[j], j))[: min(L, k)]
         trace.append({"step": "sizes", "noisy_sizes" if private else "sizes": [round(float(x), 3) for x in sizes],

@@ -324,8 +324,8 @@ def run_id(run: dict) -> str:
 def prep_key(run: dict) -> str:
     """Everything the expensive preparation (load → split → atoms → assign) depends on."""
     key = {k: run.get(k) for k in PREP_KEYS}
-    if key.get("probe"):
-        key["probe"] = {k: v for k, v in key["probe"].items() if k != "support"}
+    if probe := key.get("probe"):
+        key["probe"] = {k: v for k, v in probe.items() if k != "support"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return f"{run['dataset']}-{run['unit']}-{digest}"
 
@@ -349,9 +349,9 @@ def _list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def _resolve(p: str, ddir: Path) -> Path:
-    p = Path(os.path.expanduser(str(p)))
-    return p if p.is_absolute() else ddir / p
+def _resolve(p: str | Path, ddir: Path) -> Path:
+    path = Path(os.path.expanduser(str(p)))
+    return path if path.is_absolute() else ddir / path
 
 
 def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:

@@ -43,7 +43,7 @@ class JudgeConfig:
     max_retries: int = 1
     seed: int | None = 0
 
-    def resolved(self) -> "JudgeConfig":
+    def resolved(self) -> JudgeConfig:
         env = os.environ.get
         return JudgeConfig(base_url=self.base_url or env("DPSPIN_JUDGE_BASE_URL"),
                            model=self.model or env("DPSPIN_JUDGE_MODEL") or "judge-model",
@@ -110,7 +110,8 @@ def judge(summary: str, plan: Any, cfg: JudgeConfig) -> dict:
     try:
         for name, fmt in formats:
             try:
-                resp = client.chat.completions.create(**kw, **({"response_format": fmt} if fmt else {}))
+                call: dict = {**kw, "response_format": fmt} if fmt else kw
+                resp = client.chat.completions.create(**call)
                 rec["format"] = name
                 break
             except APIStatusError as e:   # a server that refuses the format: try the next one
@@ -123,7 +124,7 @@ def judge(summary: str, plan: Any, cfg: JudgeConfig) -> dict:
             rec["error"] = "the answer is not a JSON object with the three scores"
         else:
             rec.update(scores, ok=True)
-    except Exception as e:  # noqa: BLE001 - a failed judgement is recorded, the run goes on
+    except Exception as e:  # a failed judgement is recorded, the run goes on
         rec["error"] = f"{type(e).__name__}: {e}"[:300]
     return rec
 

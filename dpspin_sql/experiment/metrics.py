@@ -12,34 +12,37 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TypeAlias
 
 import numpy as np
+
+Vector: TypeAlias = "Sequence[float] | np.ndarray"   # a sketch or noisy vector, list or array
 
 # ---------------------------------------------------------------- plan metrics
 
 
-def top_l(values: Sequence[float], L: int) -> list[int]:
+def top_l(values: Vector, L: int) -> list[int]:
     """Top_L positions: higher value first, ties broken by the lower index."""
     v = np.asarray(values, dtype=np.float64)
     order = sorted(range(len(v)), key=lambda i: (-v[i], i))
     return order[: int(L)]
 
 
-def plan_mass(S: Iterable[int], C: Sequence[float]) -> float:
+def plan_mass(S: Iterable[int], C: Vector) -> float:
     """M(S; C) = Σ_{j∈S} C_j (each position counted once)."""
-    C = np.asarray(C, dtype=np.float64)
-    return float(math.fsum(C[j] for j in set(int(j) for j in S)))
+    v = np.asarray(C, dtype=np.float64)
+    return float(math.fsum(v[j] for j in set(int(j) for j in S)))
 
 
-def nonprivate_rank(C: Sequence[float], position: int) -> int:
+def nonprivate_rank(C: Vector, position: int) -> int:
     """1-based rank of `position` in C under the Top_L order (ties: lower index first)."""
     v = np.asarray(C, dtype=np.float64)
     p = int(position)
     return 1 + int(sum(1 for i in range(len(v)) if (v[i] > v[p]) or (v[i] == v[p] and i < p)))
 
 
-def boundary_gap(C: Sequence[float], L: int) -> float | None:
+def boundary_gap(C: Vector, L: int) -> float | None:
     """C_(L) − C_(L+1): the mass gap at the top-L boundary (None when m ≤ L)."""
     v = np.sort(np.asarray(C, dtype=np.float64))[::-1]
     if len(v) <= L:
@@ -47,7 +50,7 @@ def boundary_gap(C: Sequence[float], L: int) -> float | None:
     return float(v[L - 1] - v[L])
 
 
-def plan_metrics(C: Sequence[float], admitted: Sequence[int], L: int, prefix: str = "") -> dict:
+def plan_metrics(C: Vector, admitted: Sequence[int], L: int, prefix: str = "") -> dict:
     """overlap_at_L, mass_retained and loss_L of an admitted set against C.
 
     - overlap_at_L = |S̃ ∩ S*| / L
@@ -57,11 +60,11 @@ def plan_metrics(C: Sequence[float], admitted: Sequence[int], L: int, prefix: st
     L = int(L)
     if L < 1:
         raise ValueError("L must be at least 1")
-    C = np.asarray(C, dtype=np.float64)
-    s_star = set(top_l(C, L))
+    v = np.asarray(C, dtype=np.float64)
+    s_star = set(top_l(v, L))
     s_tilde = set(int(j) for j in admitted)
-    m_star = plan_mass(s_star, C)
-    m_tilde = plan_mass(s_tilde, C)
+    m_star = plan_mass(s_star, v)
+    m_tilde = plan_mass(s_tilde, v)
     return {
         f"{prefix}overlap_at_L": len(s_star & s_tilde) / L,
         f"{prefix}mass_retained": (m_tilde / m_star) if m_star > 0 else None,
@@ -71,7 +74,7 @@ def plan_metrics(C: Sequence[float], admitted: Sequence[int], L: int, prefix: st
     }
 
 
-def value_errors(true: Sequence[float], noisy: Sequence[float], prefix: str) -> dict:
+def value_errors(true: Vector, noisy: Vector, prefix: str) -> dict:
     """‖noisy − true‖_∞, ‖·‖_1, ‖·‖_2 on raw noisy values (before display clipping)."""
     d = np.asarray(noisy, dtype=np.float64) - np.asarray(true, dtype=np.float64)
     if d.size == 0:
@@ -80,18 +83,18 @@ def value_errors(true: Sequence[float], noisy: Sequence[float], prefix: str) -> 
             f"{prefix}l2": float(np.sqrt(np.sum(d * d)))}
 
 
-def full_errors(C: Sequence[float], C_tilde: Sequence[float]) -> dict:
+def full_errors(C: Vector, C_tilde: Vector) -> dict:
     """Full-vector errors of a full-sketch release (laplace, gaussian)."""
     if len(C) != len(C_tilde):
         raise ValueError("the noisy vector must cover every atom")
     return value_errors(C, C_tilde, "full_err_")
 
 
-def selected_errors(C: Sequence[float], admitted: Sequence[int], noisy_mass: Sequence[float]) -> dict:
+def selected_errors(C: Vector, admitted: Sequence[int], noisy_mass: Vector) -> dict:
     """Errors restricted to the admitted set S̃ (every mechanism)."""
-    C = np.asarray(C, dtype=np.float64)
+    v = np.asarray(C, dtype=np.float64)
     idx = [int(j) for j in admitted]
-    return value_errors(C[idx] if idx else [], list(noisy_mass), "sel_err_")
+    return value_errors(v[idx] if idx else [], list(noisy_mass), "sel_err_")
 
 
 # ---------------------------------------------------------------- text metrics
@@ -218,7 +221,7 @@ def count_label_mentions(text: str, labels: Iterable[str]) -> int:
     low = (text or "").lower()
     taken = [False] * len(low)
     n = 0
-    for lab in sorted({l.strip().lower() for l in labels if l and l.strip()}, key=len, reverse=True):
+    for lab in sorted({x.strip().lower() for x in labels if x and x.strip()}, key=len, reverse=True):
         for m in re.finditer(r"(?<![a-z0-9])" + re.escape(lab) + r"(?![a-z0-9])", low):
             if not any(taken[m.start():m.end()]):
                 taken[m.start():m.end()] = [True] * (m.end() - m.start())

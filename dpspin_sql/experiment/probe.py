@@ -22,8 +22,6 @@ in the summary and its non-private rank.
 """
 from __future__ import annotations
 
-import itertools
-
 import duckdb
 
 from dpspin_sql import queries, store

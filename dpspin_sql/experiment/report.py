@@ -13,8 +13,8 @@ import io
 import math
 from pathlib import Path
 
-from dpspin_sql.experiment.metrics import describe
 from dpspin_sql.experiment.artifacts import load_runs
+from dpspin_sql.experiment.metrics import describe
 
 KEYS = ("dataset", "unit", "n", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
 PROBE_KEYS = KEYS + ("probe_support",)
@@ -33,11 +33,12 @@ MECH_ORDER = {"laplace": 0, "gaussian": 1, "private_topL": 2}
 def group_key(config: dict, probe: bool = False) -> tuple:
     """The grouping key of one run's final configuration (docs/DESIGN.md §9)."""
     n = config.get("n_records") if config["unit"] == "record" else config.get("n_users")
+    assert n is not None, "a run's config records its realised n_records / n_users"
     m = config.get("m_effective", config.get("m"))
     mech = config["mechanism"]
     if config.get("method", "dpspin") != "dpspin":   # baselines and references (comparison.py)
         mech = config["method"] if mech == "none" else f"{config['method']}:{mech}"
-    key = (config["dataset"], config["unit"], int(n), m, int(config["K"]), int(config["L"]), mech,
+    key: tuple = (config["dataset"], config["unit"], int(n), m, int(config["K"]), int(config["L"]), mech,
            float(config["epsilon"]), float(config["delta"]), float(config["B"]))
     if probe:
         key += (int(config["probe"]["support"]),)

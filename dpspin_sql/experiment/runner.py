@@ -28,8 +28,8 @@ import shutil
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import yaml
@@ -39,7 +39,6 @@ from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment import metrics as M
 from dpspin_sql.experiment.artifacts import OWNED, RUN_FILES, clean, load_runs, run_state  # noqa: F401
 from dpspin_sql.experiment.grid import Grid, load_grid
-
 
 
 @dataclasses.dataclass
@@ -97,11 +96,11 @@ def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = Fa
     for run in todo:
         by_prep.setdefault(run["prep_key"], []).append(run)
     with _progress(show_progress, len(grid.runs), done_before, console) as tick:
-        for key, runs in by_prep.items():
+        for runs in by_prep.values():
             runs.sort(key=lambda r: (r["seed"], r["n_records"] or 0, r["n_users"] or 0, r["B"]))
             try:
                 prep = Prep.open(out / "prep", runs[0])
-            except Exception as exc:  # noqa: BLE001 - the prep failure fails its runs, not the grid
+            except Exception as exc:  # the prep failure fails its runs, not the grid
                 err = _error_record(exc)
                 for run in runs:
                     _write_failure(out / "runs", run, err, stage="prepare")
@@ -194,7 +193,7 @@ class Prep:
         self.con.close()
 
     @classmethod
-    def open(cls, prep_dir: Path, run: dict) -> "Prep":
+    def open(cls, prep_dir: Path, run: dict) -> Prep:
         path = prep_dir / f"{run['prep_key']}.duckdb"
         mpath = prep_dir / f"{run['prep_key']}.json"
         if not (path.exists() and mpath.exists()):
@@ -278,7 +277,7 @@ def execute_run(prep: Prep, run: dict, runs_dir: Path) -> tuple[bool, str]:
                                           encoding="utf-8")
         tmp.rename(final)
         return True, ""
-    except Exception as exc:  # noqa: BLE001 - a failed run is recorded and the grid goes on
+    except Exception as exc:  # a failed run is recorded and the grid goes on
         err = _error_record(exc)
         _cleanup_probe(prep, run)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -411,6 +410,7 @@ def _coverage(prep: Prep, C, truth, L: int, released: list[str]) -> dict:
     s_star = M.top_l(C, L)
     out = M.theme_coverage([prep.atoms[j].label for j in s_star], released, prefix="np_theme_")
     if truth is not None:
+        assert prep.truth_keys is not None  # the truth vector is counted over them
         top = [j for j in M.top_l(truth, L) if truth[j] > 0]
         fields = [[v for v in (prep.truth_keys[j] or []) if v] for j in top]
         out.update(M.theme_coverage([prep.atoms[j].label for j in top], released, fields, prefix="truth_theme_"))
@@ -517,6 +517,7 @@ def release_capturing(prep: Prep, request, sketch, dataset: str, out_path: Path)
 def _truth_vector(con, prep: Prep) -> np.ndarray:
     """True label counts of the target split per atom (CFPB: Product / Issue / Sub-issue)."""
     fields = prep.manifest["truth_fields"]
+    assert prep.truth_keys is not None  # callers ask only when the manifest has truth keys
     rows = con.execute(queries.load("experiment_truth_counts"), {"fields": fields}).fetchall()
     counts = {tuple(k): c for k, c in rows}
     return np.array([float(counts.get(tuple(k), 0)) if k is not None else 0.0 for k in prep.truth_keys])

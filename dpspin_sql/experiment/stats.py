@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-CATEGORIES = {
+CATEGORIES: dict[str, list[tuple[str, str, str, str | None]]] = {
     # (title, metadata field, how to read it, separator): the last three are parameters of
     # queries/experiment_stats_top_categories.sql: 'string' is the field as a JSON string,
     # 'json' the JSON text of the value, 'split' several values per record.
@@ -25,7 +26,7 @@ def dataset_stats(preset: str, path: str | Path, businesses: str | Path | None =
 
     con = store.connect(":memory:", create=True)
     try:
-        opts = {"businesses": businesses} if businesses else {}
+        opts: dict[str, Any] = {"businesses": businesses} if businesses else {}
         presets.load_preset(con, preset, path, **opts)
         records, users, with_uid = con.execute(queries.load("experiment_stats_counts")).fetchall()[0]
         out: dict = {"preset": preset, "input": str(path), "records": records, "users": users,
@@ -114,7 +115,7 @@ def write_all(grid, out_dir: str | Path) -> dict:
         else:
             try:
                 s = dataset_stats(run["preset"], run["input"], run.get("businesses"))
-            except Exception as exc:  # noqa: BLE001 - statistics never stop a grid
+            except Exception as exc:  # statistics never stop a grid
                 s = {"preset": run["preset"], "error": str(exc)}
         s["preparations"] = [p for p in preps if p["dataset"] == name]
         path.write_text(json.dumps(s, indent=1, default=str) + "\n", encoding="utf-8")
