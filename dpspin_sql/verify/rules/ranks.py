@@ -76,12 +76,12 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
             named.append(men)
     if not named:
         return
-    readings = [[]]
+    readings: list[list[int]] = [[]]
     for men in named[:6]:
         readings = [r + [x] for r in readings for x in sorted(men.atoms)][:64]
-    best = None
+    best: tuple[tuple[bool, bool], list[int], list[int], list[float]] | None = None
     for r in readings:
-        others = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
+        others: list[int | None] = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
         for o in others:  # one theme named: "A is tied for second" needs a partner within the margin
             group = r + ([o] if o is not None else [])
             masses = [mass(c.atom(x)) for x in group]
@@ -139,9 +139,9 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
-        men = c.in_range(ss, se)
-        n = len(men)
-        for mm in men:
+        listed = c.in_range(ss, se)
+        n = len(listed)
+        for mm in listed:
             ranks = _ranks(c, mm)
             ok = any(r <= n for r in ranks) if kind == "r1" else any(r > c.max_rank - n for r in ranks)
             if not ok:
@@ -170,7 +170,9 @@ def _pos(s: str) -> int:
         return int(s)
     if s in ORDINALS or re.match(r"\d+(?:st|nd|rd|th)$", s):
         return ord_value(s)
-    return int(parse_words(s)[0])
+    words = parse_words(s)
+    assert words is not None  # the rank patterns admit only digits, ordinals and the number words of UNITS/TENS
+    return int(words[0])
 
 
 def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
