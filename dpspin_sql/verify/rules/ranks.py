@@ -81,8 +81,8 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
         readings = [r + [x] for r in readings for x in sorted(men.atoms)][:64]
     best: tuple[tuple[bool, bool], list[int], list[int], list[float]] | None = None
     for r in readings:
-        others: list[int | None] = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
-        for o in others:  # one theme named: "A is tied for second" needs a partner within the margin
+        others: list[int | None] = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else []
+        for o in others or [None]:  # one theme named: "A is tied for second" needs a partner within the margin
             group = r + ([o] if o is not None else [])
             masses = [mass(c.atom(x)) for x in group]
             ranks = [int(c.atom(x).get("rank", 0)) for x in group]
@@ -94,6 +94,7 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
             score = (rank_ok, close)
             if best is None or score > best[0]:
                 best = (score, group, ranks, masses)
+    assert best is not None  # readings is not empty: every named mention has at least one atom
     (rank_ok, close), group, ranks, masses = best
     names = " and ".join(f'"{c.lex.label_of[x]}"' for x in group)
     if not rank_ok:
@@ -101,6 +102,7 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
               + ("the last place" if gd.get("slast") else f"rank {want}"))
     if not close:
         c.add("unsupported_comparison", named[0].start, max(e, named[-1].end),
+              f"the plan releases no other theme for {names} to be tied with" if len(group) == 1 else
               f"{names} differ by at least the comparison margin ({c.margin:g}), so they are not tied")
 
 
