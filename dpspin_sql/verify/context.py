@@ -191,8 +191,9 @@ class Check:
 
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
-        if s in self.respective():
-            return [self._respective[s]]
+        respective = self.respective()
+        if s in respective:
+            return [respective[s]]
         return [x for m in self._attach(s, e, back)[:1] for x in self.siblings(m)]
 
     def _attach(self, s: int, e: int, back: bool = True) -> list[Mention]:

@@ -313,7 +313,9 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
     se = c.sents[c.sentence_of(ct.start)][1]
     end = ct.end
     if np_end and np_end > end:  # "two themes of moderate support, A and B": the bin phrase is in the noun phrase
-        end = np_end + (re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:]).end())
+        tail = re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:])
+        assert tail is not None  # the pattern is optional, so it matches (empty) everywhere
+        end = np_end + tail.end()
     rest = txt[end:se]
     for rx, exact in ((_LIST_SOME, False), (_LIST_EXACT, True), (_LIST_COMMA, True)):
         m = rx.match(rest)
@@ -330,7 +332,7 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
             ok.add(len(_members_named(c, a, stop.start() if stop else se)))
             return len(members), exact, members, ok
     if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
-        members: list[frozenset] = []
+        members = []
         pos = txt.find("\n", ct.end)
         while pos >= 0:
             end = txt.find("\n", pos + 1)
@@ -466,8 +468,8 @@ def _judge(c: Check, ct: _Count) -> None:
             _fail(c, ct, f'is not the number of themes{where} in the "{"/".join(sorted(pred[0]))}" bin ({want})')
         return
     if listed:
-        got, exact, _, ok = listed
-        if (exact and not any(count_ok(h, n, v) for v in ok)) or (not exact and got > n):
+        got, exact, _, ok_counts = listed
+        if (exact and not any(count_ok(h, n, v) for v in ok_counts)) or (not exact and got > n):
             _fail(c, ct, f"does not match the {got} themes listed")
         return
     if group_members is not None:

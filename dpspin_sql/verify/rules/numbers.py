@@ -40,7 +40,8 @@ _CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in C
 
 def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
     """The public metadata values this number could state (field, value)."""
-    p, vals = c.plan, []
+    p = c.plan
+    vals: list[tuple[str, float]] = []
     if num.kind not in ("digits", "words"):
         return vals
     if num.pct:  # only the confidence level is a percentage
