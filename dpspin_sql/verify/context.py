@@ -7,11 +7,10 @@ text it has judged with `c.consume(start, end)` so that later rules leave it alo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable
-
 import copy
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from .lexicon import Lexicon, Mention
 from .numeric import numbers

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..context import Check
-from ..numeric import FRACTIONS, NUMWORD, Num, ORDINALS, numbers
+from ..numeric import FRACTIONS, NUMWORD, ORDINALS, Num, numbers
 from ..text import span_of
 from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PER_RECORD, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
@@ -87,7 +87,7 @@ class _Count:
     noun: str = ""      # "" for an elliptical count
     mods: str = ""
     det: str = ""       # group | other | ""
-    of_m: "_Count | None" = None   # "N of the M": the M
+    of_m: _Count | None = None   # "N of the M": the M
     of_group: bool = False         # "N of them / these"
     bins_noun: bool = False
 
@@ -164,7 +164,7 @@ def _members_named(c: Check, s: int, e: int) -> list[frozenset]:
 def _groups(c: Check, k: int, start: int) -> list[list[frozenset]]:
     """Groups a determiner may refer to: this sentence's themes, the previous sentence's, the plan."""
     out = []
-    if k in c.groups and c.groups[k]:
+    if c.groups.get(k):
         out.append(c.groups[k])
     here = _members_named(c, *c.sents[k])
     if here:
@@ -677,7 +677,7 @@ def _bin_groups(c: Check) -> None:
             c.consume(*m.span("b" if m.group("b") else "b2"))
 
 
-_DISCOURSE = re.compile(rf"(?:-|\s+)(?:[\w-]+\s+){{0,2}}?(?:patterns?|priorities|takeaways?|groups?|clusters?|points?|findings?|"
+_DISCOURSE = re.compile(r"(?:-|\s+)(?:[\w-]+\s+){0,2}?(?:patterns?|priorities|takeaways?|groups?|clusters?|points?|findings?|"
                         r"messages?|signals?|observations?|insights?|highlights?|questions?|dimensions?|aspects?|factors?|"
                         r"kinds?|types?|sets?|tiers?|areas?\s+of\s+concern|concerns?|lessons?|strengths?|weaknesses?|"
                         r"pain\s+points?|recommendations?|things?)\b", re.I)

@@ -66,7 +66,7 @@ def cue_scope(c: Check, s: int) -> tuple[int, int]:
 def _matches(key: str, num: Num, v: float) -> bool:
     """The rounding rule; a confidence level is a label (95%), stated exactly."""
     if key == "interval_confidence":
-        return abs(num.value - v) < 1e-9 or abs(num.value - v / 100.0) < 1e-9 and not num.pct
+        return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
     return number_matches(num, v)
 
 
