@@ -22,8 +22,16 @@ from dpspin_sql import ledger, store
 from dpspin_sql.errors import BudgetExceeded, LedgerTampered
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
-from tests.helpers.core import (assert_one_line_error, cli, install_atoms, new_store, put_records, read_plan, snapshot,
-                                synthetic_store)
+from tests.helpers.core import (
+    assert_one_line_error,
+    cli,
+    install_atoms,
+    new_store,
+    put_records,
+    read_plan,
+    snapshot,
+    synthetic_store,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 EPS = 0.3                       # three of these fit a budget of 1.0, a fourth does not

@@ -112,7 +112,7 @@ def test_sql_spark_block(sql_dir):
 
 
 @pytest.mark.postgres
-def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # noqa: F811 - the imported fixture
+def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # the imported fixture
     if not pg_bin("psql"):
         pytest.skip("psql (the PostgreSQL client) is not installed; the README block runs it")
     run_bash(SQL_BLOCKS[2], sql_dir, {"DPSPIN_PG_DSN": pg_dsn})

@@ -6,7 +6,6 @@ from hypothesis import strategies as st
 
 from dpspin_sql.decode import template_summary
 from dpspin_sql.verify import _content, verify
-
 from tests.helpers.llm import CFPB_LABELS, PHRASE_LABELS
 
 ORD = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]

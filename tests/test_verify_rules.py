@@ -413,7 +413,7 @@ def _check_invalid(plan_name, summary, codes, bad):
     for x in v.violations:
         assert x.span and x.span in summary and x.message
     for code in codes:
-        assert any(x.code == code and x.span in bad or bad in x.span for x in v.violations if x.code == code), \
+        assert any((x.code == code and x.span in bad) or bad in x.span for x in v.violations if x.code == code), \
             (code, bad, [x.to_dict() for x in v.violations])
 
 
