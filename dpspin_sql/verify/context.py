@@ -137,7 +137,7 @@ class Check:
                 for n in numbers(txt[ss:se]):
                     if not n.ordinal:
                         kinds.setdefault("pct" if n.pct else "num", []).append((ss + n.start, ss + n.end))
-                for name, needs, rx in BIN_PATTERNS:
+                for _name, needs, rx in BIN_PATTERNS:
                     for m in rx.finditer(txt, ss, se):
                         if bin_word_applies(txt, m.start(), m.end(), needs):
                             kinds.setdefault("bin", []).append(m.span())

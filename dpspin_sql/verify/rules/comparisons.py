@@ -45,7 +45,7 @@ _SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|min
 def _groups(c: Check, s: int, e: int) -> tuple[list[Mention], list[Mention]]:
     """The mentions compared: before the cue in its clause, and after it."""
     k = c.sentence_of(s)
-    ss, se = c.sents[k]
+    ss = c.sents[k][0]
     left = right = []
     for cs, ce in c.clauses_of(k):
         if cs <= s < ce:

@@ -94,10 +94,8 @@ class _Count:
 
 def _last_noun_is_plan(before: str) -> bool:
     """An elliptical number takes the last noun before it: 'two themes …, and four …' counts themes."""
-    last = None
-    for last in _ANY_NOUN.finditer(before):
-        pass
-    return bool(last and last.group("plan"))
+    nouns = list(_ANY_NOUN.finditer(before))
+    return bool(nouns and nouns[-1].group("plan"))
 
 
 def _value(num: Num) -> int | None:
@@ -216,7 +214,7 @@ def _recognise(c: Check) -> list[_Count]:
     nums = [x for x in numbers(txt, include_one=True) if not c.overlaps(x.start, x.end, c.rank_spans + c.consumed)]
     counts: list[_Count] = []
     used: set[int] = set()
-    for i, num in enumerate(nums):
+    for num in nums:
         n = _value(num)
         if n is None or num.start in used:
             continue
@@ -637,7 +635,7 @@ def _both(c: Check) -> None:
     for m in _BOTH_AB.finditer(c.masked):
         s, e = m.span()
         k = c.sentence_of(s)
-        cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+        ce = span_of(c.clauses_of(k), s, c.sents[k])[1]
         preds = [p for p in bin_predicates(c, e, c.sents[k][1]) if p[1] < ce] if not c.is_consumed(s, s + 4) else []
         if preds:
             group = _members_named(c, s, e)
@@ -648,7 +646,7 @@ def _both(c: Check) -> None:
         if c.overlaps(s, e, c.rank_spans + c.consumed):
             continue
         k = c.sentence_of(s)
-        cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+        ce = span_of(c.clauses_of(k), s, c.sents[k])[1]
         preds = bin_predicates(c, e, ce)
         if not preds:
             continue

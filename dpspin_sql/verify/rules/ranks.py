@@ -46,16 +46,15 @@ PATTERNS = [
 
 def _skip(kind: str, m: re.Match, txt: str, s: int, e: int) -> bool:
     """Forms of the patterns that are not rank claims ("at 12", "the top", "number 3 of")."""
-    if kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl"):
-        if not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I):
-            return True
+    if (kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl")
+            and not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I)):
+        return True
     if kind == "k" and re.match(r"(?i)(?:at|number|#|no\.)", m.group()) and not re.search(r"(?i)rank|#|no\.|number", m.group()):
         return True
     if kind == "k" and re.match(r"(?i)at\s", m.group()) and not re.search(r"(?:st|nd|rd|th)\b|" + "|".join(ORDINALS), m.group(), re.I):
         return True
-    if kind == "k" and re.match(r"(?i)number\s+\d", m.group()) and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]):
-        return True
-    return False
+    return bool(kind == "k" and re.match(r"(?i)number\s+\d", m.group())
+                and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]))
 
 
 def _ranks(c: Check, men) -> list[int]:
