@@ -202,7 +202,7 @@ def test_a_consistently_rehashed_cost_edit_is_still_caught_by_the_maps(tmp_path,
     con.execute("UPDATE ledger SET epsilon = 0 WHERE seq = 1")
     _rehash(con)
     con.close()
-    rc, out, err = cli(capsys, "budget", "--db", db, "--verify")
+    rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
     assert rc == 1 and "row 1" in err and "maps give" in err
     c = store.connect(db)
     with pytest.raises(LedgerTampered):
@@ -226,7 +226,7 @@ def test_a_rehashed_d_in_below_the_sensitivity_is_caught(tmp_path, capsys):
     con.execute("UPDATE ledger SET measurements = ?, epsilon = ? WHERE seq = 2", [json.dumps(records), cost])
     _rehash(con)
     con.close()
-    rc, out, err = cli(capsys, "budget", "--db", db, "--verify")
+    rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
     assert rc == 1 and "row 2" in err and "sensitivity table" in err
 
 

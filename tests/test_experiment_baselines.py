@@ -107,7 +107,7 @@ def test_grid_runs_charge_the_ledger_and_it_verifies(tiny, tmp_path, mechanism):
             assert plan["non_private"] is True and plan["mechanism"] == "non_private" and plan["privacy_cost"] == {}
             assert "differentially private" not in (d / "summary.txt").read_text()
             continue
-        mech, e, dlt, params, records = charged[r["run_id"]]
+        mech, e, dlt, _, records = charged[r["run_id"]]
         assert mech == f"{r['method']}:{mechanism}"
         assert ledger.recompute_cost(records) == (e, dlt)
         assert e <= r["epsilon"] and e == pytest.approx(r["epsilon"], rel=1e-9)

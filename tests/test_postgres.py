@@ -112,10 +112,10 @@ def _server_csv(pg_dsn: str, sketch_sql: str, path: Path) -> Path:
         return path
     import psycopg
 
-    with psycopg.connect(pg_dsn) as pg, pg.cursor() as cur, open(path, "wb") as fh:
-        with cur.copy(f"COPY ({query.rstrip(';')}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy:
-            for chunk in copy:
-                fh.write(chunk)
+    with (psycopg.connect(pg_dsn) as pg, pg.cursor() as cur, open(path, "wb") as fh,
+          cur.copy(f"COPY ({query.rstrip(';')}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy):
+        for chunk in copy:
+            fh.write(chunk)
     return path
 
 
