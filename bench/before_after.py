@@ -23,7 +23,7 @@ def fmt(x, d):
 
 
 def table(rows, before: str, after: str) -> str:
-    key = lambda r: (r["unit"], r["n"], r["K"], r["L"], r["B"], r["mechanism"], r["epsilon"], r["delta"])  # noqa: E731
+    key = lambda r: (r["unit"], r["n"], r["K"], r["L"], r["B"], r["mechanism"], r["epsilon"], r["delta"])
     a = {key(r): r for r in rows if r["dataset"] == before}
     b = {key(r): r for r in rows if r["dataset"] == after}
     cols = [c for c in COLS if any(r.get(f"{c[1]}_mean") is not None for r in list(a.values()) + list(b.values()))]

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import test_dp_audit as A  # noqa: E402
+from tests import test_dp_audit as A
 
 
 def speed() -> None:

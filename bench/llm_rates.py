@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from tests.helpers.llm import llama_server, local_llm_skip_reason  # noqa: E402
-
-from dpspin_sql.decode import LLMConfig, summarize  # noqa: E402
-from dpspin_sql.plan import dictionary_sidecar  # noqa: E402
+from dpspin_sql.decode import LLMConfig, summarize
+from dpspin_sql.plan import dictionary_sidecar
+from tests.helpers.llm import llama_server, local_llm_skip_reason
 
 
 def dataset_of(plan_path: Path) -> str:

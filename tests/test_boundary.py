@@ -22,8 +22,16 @@ from dpspin_sql import ledger, store
 from dpspin_sql.errors import BudgetExceeded, LedgerTampered
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
-from tests.helpers.core import (assert_one_line_error, cli, install_atoms, new_store, put_records, read_plan, snapshot,
-                                synthetic_store)
+from tests.helpers.core import (
+    assert_one_line_error,
+    cli,
+    install_atoms,
+    new_store,
+    put_records,
+    read_plan,
+    snapshot,
+    synthetic_store,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 EPS = 0.3                       # three of these fit a budget of 1.0, a fourth does not
@@ -194,7 +202,7 @@ def test_a_consistently_rehashed_cost_edit_is_still_caught_by_the_maps(tmp_path,
     con.execute("UPDATE ledger SET epsilon = 0 WHERE seq = 1")
     _rehash(con)
     con.close()
-    rc, out, err = cli(capsys, "budget", "--db", db, "--verify")
+    rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
     assert rc == 1 and "row 1" in err and "maps give" in err
     c = store.connect(db)
     with pytest.raises(LedgerTampered):
@@ -218,7 +226,7 @@ def test_a_rehashed_d_in_below_the_sensitivity_is_caught(tmp_path, capsys):
     con.execute("UPDATE ledger SET measurements = ?, epsilon = ? WHERE seq = 2", [json.dumps(records), cost])
     _rehash(con)
     con.close()
-    rc, out, err = cli(capsys, "budget", "--db", db, "--verify")
+    rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
     assert rc == 1 and "row 2" in err and "sensitivity table" in err
 
 

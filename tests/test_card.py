@@ -71,7 +71,7 @@ def test_full_card(rel, tmp_path, capsys):
 
 def test_minimal_card_says_what_is_missing(rel, tmp_path, capsys):
     out = tmp_path / "card.html"
-    rc, stdout, err = card(capsys, rel, out)
+    rc, _, err = card(capsys, rel, out)
     assert rc == 0, err
     text = out.read_text(encoding="utf-8")
     assert "No store given" in text and "No summary given" in text and "No attempts file given" in text

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from dpspin_sql.cli import run
-from tests.helpers.card import HOSTILE, make_release
 from tests.helpers.browser import Browser, missing_reason
+from tests.helpers.card import HOSTILE, make_release
 
 REASON = missing_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"no headless browser: {REASON}")

@@ -13,8 +13,19 @@ from pathlib import Path
 import pytest
 
 from dpspin_sql import assign, store
-from tests.helpers.core import (DATA, SHARED_DATA, SPEC_ATOM_KEYS, SPEC_PLAN_KEYS, assert_one_line_error, cli,
-                                new_store, put_records, read_plan, snapshot, synthetic_store)
+from tests.helpers.core import (
+    DATA,
+    SHARED_DATA,
+    SPEC_ATOM_KEYS,
+    SPEC_PLAN_KEYS,
+    assert_one_line_error,
+    cli,
+    new_store,
+    put_records,
+    read_plan,
+    snapshot,
+    synthetic_store,
+)
 
 CFPB = SHARED_DATA / "cfpb_complaints" / "complaints.jsonl.gz"
 AMAZON = SHARED_DATA / "amazon_all_beauty_2023" / "reviews.jsonl.gz"

@@ -57,7 +57,7 @@ def test_booleans_are_flag_pairs(capsys, path, command):
             continue
         if is_boolean(param):
             assert param.secondary_opts, f"{' '.join(path)} {param.opts}: a boolean without its --no- form"
-            long = [o for o in param.opts if o.startswith("--")][0]
+            long = next(o for o in param.opts if o.startswith("--"))
             assert re.search(re.escape(long) + r" / " + re.escape(param.secondary_opts[0]), out), (long, out)
 
 
@@ -177,15 +177,15 @@ SQL = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, {extra}privacy_
 
 
 def test_sql_says_its_defaults(db, tmp_path, capsys):
-    rc, out, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "g.json", SQL.format(extra="", mechanism="gaussian"))
+    rc, _, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "g.json", SQL.format(extra="", mechanism="gaussian"))
     assert rc == 0, err
     assert "using δ = 1e-06 (default; set OPTIONS (delta = …))" in err
-    rc, out, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "t.json", "-q",
-                       SQL.format(extra="", mechanism="private_topL"))
+    rc, _, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "t.json", "-q",
+                     SQL.format(extra="", mechanism="private_topL"))
     assert rc == 0, err
     assert "selection fraction 0.5 of ε for admission (default; set OPTIONS (selection_fraction = …))" in err
-    rc, out, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "d.json",
-                       SQL.format(extra="delta = 1e-7, ", mechanism="gaussian"))
+    rc, _, err = cli(capsys, "sql", "--db", db, "--out", tmp_path / "d.json",
+                     SQL.format(extra="delta = 1e-7, ", mechanism="gaussian"))
     assert rc == 0 and err == "", err
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from dpspin_sql.decode import LLMConfig, public_view, summarize, template_summary, write_summary
 from dpspin_sql.verify import verify
-
 from tests.helpers.llm import ScriptedServer, make_plan
 
 PLAN = make_plan(11, "phrases", L=5, denominator=True, margin=10.0)

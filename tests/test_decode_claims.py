@@ -24,7 +24,6 @@ from dpspin_sql.decode import (
     write_summary,
 )
 from dpspin_sql.verify import verify
-
 from tests.helpers.llm import ScriptedServer, make_plan
 
 

@@ -64,8 +64,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import opendp.prelude as dp
@@ -268,7 +268,7 @@ class Cell:
         return _build_cached(self.mechanism, unit, self.adjacency, B, EPSILON[self.mechanism], DELTA, 1, m)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _build_cached(*args):
     return build(*args)
 
@@ -312,10 +312,10 @@ def additive_checks(cell: Cell, kind: str, part, m: int, sampled_scale: float, w
     replace = cell.adjacency == "replace"
     if kind == "laplace":
         if replace:
-            ev = lambda z: (z[:, 0] >= d) & (z[:, 1] <= 0)  # noqa: E731
+            ev = lambda z: (z[:, 0] >= d) & (z[:, 1] <= 0)
             p_d, p_d2 = dlap_sf(0, sampled_scale) ** 2, dlap_sf(d, sampled_scale) ** 2
         else:
-            ev = lambda z: z[:, 0] >= d  # noqa: E731
+            ev = lambda z: z[:, 0] >= d
             p_d, p_d2 = dlap_sf(0, sampled_scale), dlap_sf(d, sampled_scale)
         return [Check("pure", part.epsilon, 0.0, ev, p_d, p_d2)]
 

@@ -177,7 +177,7 @@ def test_batching_and_threads_do_not_change_embeddings():
 
 @needs_model
 def test_weights_are_the_pinned_ones():
-    weights, tok, where = embed.read_model_files()
+    weights, tok, _ = embed.read_model_files()
     assert hashlib.sha256(weights).hexdigest() == embed.WEIGHTS_SHA256
     assert hashlib.sha256(tok).hexdigest() == embed.TOKENIZER_SHA256
 

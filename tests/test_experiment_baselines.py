@@ -31,7 +31,6 @@ from dpspin_sql.experiment import runner
 from dpspin_sql.mechanisms import make_mechanism
 from dpspin_sql.request import SCALE, fixed_bound
 from dpspin_sql.sensitivity import fixed_point_d_in
-
 from tests.test_experiment_runner import tiny, tiny_grid, write_cfpb  # noqa: F401
 
 dp.enable_features("contrib")
@@ -82,7 +81,7 @@ def test_every_step_is_charged_at_the_table_d_in(unit, adjacency, mechanism):
 
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
-def test_grid_runs_charge_the_ledger_and_it_verifies(tiny, tmp_path, mechanism):  # noqa: F811
+def test_grid_runs_charge_the_ledger_and_it_verifies(tiny, tmp_path, mechanism):
     raw = tiny_grid(tiny, dataset={"n_records": [120]}, mechanism=[mechanism], seeds=[0],
                     method=["keyword_hist", "category_hist", "urania", "np_plan", "np_kmeans"],
                     keyword_vocab_size=20, urania_clusters=4, urania_dim=4, urania_iterations=2)
@@ -108,7 +107,7 @@ def test_grid_runs_charge_the_ledger_and_it_verifies(tiny, tmp_path, mechanism):
             assert plan["non_private"] is True and plan["mechanism"] == "non_private" and plan["privacy_cost"] == {}
             assert "differentially private" not in (d / "summary.txt").read_text()
             continue
-        mech, e, dlt, params, records = charged[r["run_id"]]
+        mech, e, dlt, _, records = charged[r["run_id"]]
         assert mech == f"{r['method']}:{mechanism}"
         assert ledger.recompute_cost(records) == (e, dlt)
         assert e <= r["epsilon"] and e == pytest.approx(r["epsilon"], rel=1e-9)
@@ -125,7 +124,7 @@ def test_grid_runs_charge_the_ledger_and_it_verifies(tiny, tmp_path, mechanism):
         assert 0 <= met["np_theme_word_recall"] <= 1 and met["truth_theme_field"] is not None
 
 
-def test_a_baseline_over_budget_is_refused_before_noise(tiny, tmp_path):  # noqa: F811
+def test_a_baseline_over_budget_is_refused_before_noise(tiny, tmp_path):
     """The whole composed cost is charged in one row before any step draws noise, and the
     ledger refuses a charge that does not fit: a second release on the run's dataset
     (whose budget is one release's cost) is refused and leaves the spent total unchanged."""
@@ -305,7 +304,7 @@ def test_keyword_histogram_audit_through_the_enforced_pipeline():
     # exact event probabilities of the broken variant (discrete Laplace, scale t): P(X ≥ 0) and P(X ≥ Δ)
     t, delta_j = part.noise_scale / 2, int((b - a)[j])
     alpha = math.exp(-1 / t)
-    p_ge = lambda k: (alpha ** k) / (1 + alpha) if k > 0 else 1 - alpha / (1 + alpha)  # noqa: E731
+    p_ge = lambda k: (alpha ** k) / (1 + alpha) if k > 0 else 1 - alpha / (1 + alpha)
     p_hi, p_lo = p_ge(0), p_ge(delta_j)
     k_lo, k_hi = int(stats.binom.ppf(1e-7, n, p_hi)), int(stats.binom.isf(1e-7, n, p_lo))
     assert math.log(cp_lower(k_lo, n) / cp_upper(k_hi, n)) > part.epsilon   # so P(pass) ≤ 2e-7

@@ -7,11 +7,10 @@ import yaml
 
 from dpspin_sql.experiment import grid as G
 from dpspin_sql.experiment import report, runner
-
 from tests.test_experiment_runner import tiny, tiny_grid, write_cfpb  # noqa: F401
 
 
-def test_probe_runs(tiny, tmp_path):  # noqa: F811
+def test_probe_runs(tiny, tmp_path):
     raw = tiny_grid(tiny)
     raw["datasets"] = {}
     raw["probe"] = {"dataset": "cfpb", "label": "Crypto / Frozen withdrawal", "description": "crypto frozen",
@@ -56,7 +55,7 @@ def test_probe_runs(tiny, tmp_path):  # noqa: F811
         con.close()
 
 
-def test_cli_run_and_report(tiny, tmp_path, capsys):  # noqa: F811
+def test_cli_run_and_report(tiny, tmp_path, capsys):
     from dpspin_sql.cli import run
 
     gpath = tmp_path / "g.yaml"

@@ -11,7 +11,6 @@ import pytest
 from dpspin_sql.decode import template_summary
 from dpspin_sql.experiment import grid as G
 from dpspin_sql.experiment import judge, runner
-
 from tests.helpers.llm import ScriptedServer, local_llm, make_plan, pipeline_plan_with_canary  # noqa: F401
 from tests.test_experiment_runner import tiny, tiny_grid, write_cfpb  # noqa: F401
 
@@ -52,7 +51,7 @@ def test_format_fallback_and_failures_are_recorded():
     assert not rec["ok"] and rec["error"]
 
 
-def test_off_by_default_and_on_from_the_grid(tiny, tmp_path):  # noqa: F811
+def test_off_by_default_and_on_from_the_grid(tiny, tmp_path):
     g = G.expand(tiny_grid(tiny, seeds=[0], mechanism=["laplace"]))
     assert g.runs[0]["judge_base_url"] is None
     runner.run_grid(g, tmp_path / "off", show_progress=False, post=False)
@@ -71,7 +70,7 @@ def test_off_by_default_and_on_from_the_grid(tiny, tmp_path):  # noqa: F811
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_judge_against_local_model(local_llm, tmp_path):  # noqa: F811
+def test_judge_against_local_model(local_llm, tmp_path):
     """SmolLM2-135M is weak: this asserts the protocol (schema-constrained integer scores),
     not the scores' quality."""
     plans = [make_plan(s) for s in range(3)]

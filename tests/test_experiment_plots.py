@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from dpspin_sql.experiment import plots  # noqa: E402
+from dpspin_sql.experiment import plots
 
 PAPER_EPS = (0.1, 0.25, 0.5, 1, 2, 4, 10)
 

@@ -15,7 +15,6 @@ import pytest
 
 from dpspin_sql.decode import LLMConfig, summarize, template_summary
 from dpspin_sql.verify import verify
-
 from tests.helpers.llm import ScriptedServer, local_llm, make_plan, pipeline_plan_with_canary  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -23,8 +23,8 @@ from scipy import optimize, stats
 
 from dpspin_sql import ledger
 from dpspin_sql.errors import BadInput
-from dpspin_sql.release import release
 from dpspin_sql.mechanisms import make_mechanism
+from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sensitivity import fixed_point_d_in, sensitivity
 from dpspin_sql.sketch import SCALE, fixed_bound

@@ -8,7 +8,6 @@ import pytest
 
 from dpspin_sql import phrases
 from dpspin_sql.phrases import load_profile, noun_phrase_reason, pos_lexicon, word_class
-
 from tests.helpers.atoms import make_store
 
 

@@ -11,7 +11,6 @@ import pytest
 from dpspin_sql.plan import SCHEMA_VERSION
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
-
 from tests.helpers.core import read_plan, synthetic_store
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "PLAN.md"

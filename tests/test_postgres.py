@@ -5,22 +5,18 @@ could raise on PostgreSQL (no TRY) are refused."""
 from __future__ import annotations
 
 import contextlib
-import glob
-import os
 import shutil
-import socket
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpspin_sql import ledger, store
-from dpspin_sql.errors import AuditRefusal
-from dpspin_sql.sql import audit_statement, run_sql
 from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.engines.postgres import PostgresEngine
+from dpspin_sql.errors import AuditRefusal
+from dpspin_sql.sql import audit_statement, run_sql
 from tests.helpers.core import open_copy
 from tests.helpers.postgres import as_postgres_user, pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
 from tests.helpers.sql import build_store, stmt
@@ -116,10 +112,10 @@ def _server_csv(pg_dsn: str, sketch_sql: str, path: Path) -> Path:
         return path
     import psycopg
 
-    with psycopg.connect(pg_dsn) as pg, pg.cursor() as cur, open(path, "wb") as fh:
-        with cur.copy(f"COPY ({query.rstrip(';')}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy:
-            for chunk in copy:
-                fh.write(chunk)
+    with (psycopg.connect(pg_dsn) as pg, pg.cursor() as cur, open(path, "wb") as fh,
+          cur.copy(f"COPY ({query.rstrip(';')}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy):
+        for chunk in copy:
+            fh.write(chunk)
     return path
 
 

@@ -60,7 +60,7 @@ def test_the_main_job_needs_the_core_install_only():
     assert bash_blocks("## Two commands")[0].strip() == \
         "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dpspin demo"
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    names = {re.split(r"[<>=\[ ]", d, 1)[0].lower() for d in core}
+    names = {re.split(r"[<>=\[ ]", d, maxsplit=1)[0].lower() for d in core}
     assert not names & {"matplotlib", "openai", "pyspark", "psycopg", "llama-cpp-python", "pandas"}
     probe = ("import sys\nfrom dpspin_sql.cli import run\nrc = run(['demo'])\n"
              f"loaded = [m for m in {OPTIONAL!r} if m in sys.modules]\n"
@@ -112,7 +112,7 @@ def test_sql_spark_block(sql_dir):
 
 
 @pytest.mark.postgres
-def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # noqa: F811 - the imported fixture
+def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # the imported fixture
     if not pg_bin("psql"):
         pytest.skip("psql (the PostgreSQL client) is not installed; the README block runs it")
     run_bash(SQL_BLOCKS[2], sql_dir, {"DPSPIN_PG_DSN": pg_dsn})

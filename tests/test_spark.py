@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.helpers.core import open_copy
 
 pytestmark = pytest.mark.spark
@@ -100,9 +101,9 @@ def hostile(con):
     ("user", 3, 1.0, "(metadata filter)", None),        # replaced below (JSON extraction)
 ])
 def test_spark_sketch_equals_duckdb_exactly(spark, con, request, unit, K, B, where, assign):
+    from dpspin_sql.engines.duckdb import DuckDBEngine
     from dpspin_sql.engines.spark import SparkEngine
     from dpspin_sql.sql import audit_statement
-    from dpspin_sql.engines.duckdb import DuckDBEngine
 
     if assign is None:  # a metadata filter: JSON extraction transpiled to GET_JSON_OBJECT
         where, assign = "TRY_CAST(metadata->>'$.rating' AS DOUBLE) >= 4", "table"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import sql_fuzz
+
 CLI_STATEMENTS = 6         # accepted statements through the CLI, each on 6 stores
 SKETCH_STATEMENTS = 40     # accepted statements at the sketch level, each on all 19 stores
 SEED = 20261107

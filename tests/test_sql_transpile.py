@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from dpspin_sql.sql import audit_statement, emit_sketch
 from dpspin_sql.sql.rewrite import core_query
-from dpspin_sql.sql.transpile import DIALECTS, DBL_MAX, bind, inline_macros, sketch_sql
+from dpspin_sql.sql.transpile import DBL_MAX, DIALECTS, bind, inline_macros, sketch_sql
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = sorted(p.name.removesuffix(".input.sql") for p in GOLDEN.glob("*.input.sql"))

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from dpspin_sql import decode
 from dpspin_sql.decode import public_view, summarize, template_summary
 from dpspin_sql.verify import verify
-
 from tests.helpers.llm import CFPB_LABELS, PHRASE_LABELS
 
 LINE = re.compile(r"^Rank (\d+): (.+) — (high|moderate|low) support, (?:([\d.]+)% of records, )?"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,7 @@ def _verdict(case: dict) -> dict:
     return verdict.to_dict()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(case_id: str) -> dict:
     return _verdict(BY_ID[case_id])
 

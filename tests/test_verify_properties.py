@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dpspin_sql.decode import template_summary
-from dpspin_sql.verify import _content, verify
-
+from dpspin_sql.verify import verify
+from dpspin_sql.verify.text import content as _content
 from tests.helpers.llm import CFPB_LABELS, PHRASE_LABELS
 
 ORD = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]

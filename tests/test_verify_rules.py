@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from dpspin_sql.verify import verify
-from tests.helpers.verifier_plans import plan
+from tests.helpers.verifier_plans import make_plan, plan
 
 # ---------------------------------------------------------------- counts of themes, ranks, bins
 COUNTS_VALID = [
@@ -413,7 +413,7 @@ def _check_invalid(plan_name, summary, codes, bad):
     for x in v.violations:
         assert x.span and x.span in summary and x.message
     for code in codes:
-        assert any(x.code == code and x.span in bad or bad in x.span for x in v.violations if x.code == code), \
+        assert any((x.code == code and x.span in bad) or bad in x.span for x in v.violations if x.code == code), \
             (code, bad, [x.to_dict() for x in v.violations])
 
 
@@ -461,6 +461,12 @@ def test_old_plans_without_intervals_still_verify():
     p = plan("amazon")
     assert "interval_half_width" not in p and all("interval" not in a for a in p["atoms"])
     assert verify("Dry skin has about 612 mentions, with high support.", p).accepted
+
+
+def test_a_tie_in_a_one_theme_plan_has_no_partner():
+    """'A is tied for first' in a plan of one theme: no other theme to share the rank (this used to raise)."""
+    v = verify("Dry skin is tied for first place.", make_plan(["dry skin"], [612.4], denom=5000))
+    assert not v.accepted and [x.code for x in v.violations] == ["unsupported_comparison"], [x.to_dict() for x in v.violations]
 
 
 # ---------------------------------------------------------------- issue: blind-corpus findings and decided doc gaps

@@ -19,7 +19,6 @@ from .claims import verify_claims
 from .context import Verdict, Violation
 from .core import verify
 from .plan import margin_of, plan_dict
-from .text import content as _content
 from .vocab import BIN_WORDS
 
 __all__ = ["Violation", "Verdict", "verify", "verify_claims", "plan_dict", "margin_of", "BIN_WORDS"]

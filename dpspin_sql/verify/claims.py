@@ -1,7 +1,8 @@
 """Structured claims (decoder `--mode claims`): exact field checks plus the text rules."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .context import Verdict, Violation
 from .core import verify

@@ -7,11 +7,10 @@ text it has judged with `c.consume(start, end)` so that later rules leave it alo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable
-
 import copy
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from .lexicon import Lexicon, Mention
 from .numeric import numbers
@@ -138,7 +137,7 @@ class Check:
                 for n in numbers(txt[ss:se]):
                     if not n.ordinal:
                         kinds.setdefault("pct" if n.pct else "num", []).append((ss + n.start, ss + n.end))
-                for name, needs, rx in BIN_PATTERNS:
+                for _name, needs, rx in BIN_PATTERNS:
                     for m in rx.finditer(txt, ss, se):
                         if bin_word_applies(txt, m.start(), m.end(), needs):
                             kinds.setdefault("bin", []).append(m.span())
@@ -191,8 +190,9 @@ class Check:
 
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
-        if s in self.respective():
-            return [self._respective[s]]
+        respective = self.respective()
+        if s in respective:
+            return [respective[s]]
         return [x for m in self._attach(s, e, back)[:1] for x in self.siblings(m)]
 
     def _attach(self, s: int, e: int, back: bool = True) -> list[Mention]:

@@ -1,7 +1,8 @@
 """The orchestrator: run every registered rule over one (summary, plan) pair."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .context import Check, Verdict, Violation
 from .plan import plan_dict

@@ -75,9 +75,7 @@ def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
         return False
     if re.match(r"[\s-]+" + META_NOUNS, after, re.I):
         return False
-    if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
-        return False
-    return True
+    return not needs_noun or bool(re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I))
 
 
 # capitalised words that are never names (docs/VERIFIER.md, *Names and public vocabulary*: the list there is this list)

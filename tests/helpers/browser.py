@@ -64,7 +64,7 @@ class Browser:
             raise RuntimeError(reason)
         self.profile = tempfile.mkdtemp(prefix="dpspin-chromium-")
         self.port = _free_port()
-        self.log = open(Path(self.profile) / "chromedriver.log", "wb")
+        self.log = open(Path(self.profile) / "chromedriver.log", "wb")  # noqa: SIM115 - the driver's log for its lifetime; close() closes it
         self.proc = subprocess.Popen([driver, f"--port={self.port}", "--allowed-ips=127.0.0.1"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.base = f"http://127.0.0.1:{self.port}"
@@ -148,7 +148,7 @@ class Browser:
         self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -81,7 +81,7 @@ class Page(HTMLParser):
 
     def handle_endtag(self, tag):
         while self._stack:
-            t, a = self._stack.pop()
+            t, _ = self._stack.pop()
             depth = len(self._stack) + 1
             while self._text_for and self._text_for[-1][1] == depth:
                 key, _, text = self._text_for.pop()

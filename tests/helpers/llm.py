@@ -211,32 +211,31 @@ def llama_server(start_timeout: float = 120.0):
     """`python -m llama_cpp.server` with the SmolLM2 model on 127.0.0.1 (a free port),
     stopped by its PID; yields the OpenAI-compatible base URL. Raises RuntimeError."""
     port = _free_port()
-    log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama_server_{port}.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                             "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + start_timeout
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
-            try:
-                urllib.request.urlopen(base + "/models", timeout=2).read()
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError(f"llama_cpp.server did not start within {start_timeout:.0f} s")
-        yield base
-    finally:
-        os.kill(proc.pid, signal.SIGTERM)
+    with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama_server_{port}.log"), "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                                 "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}/v1"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+            deadline = time.time() + start_timeout
+            while time.time() < deadline:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
+                try:
+                    urllib.request.urlopen(base + "/models", timeout=2).read()
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                raise RuntimeError(f"llama_cpp.server did not start within {start_timeout:.0f} s")
+            yield base
+        finally:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 @pytest.fixture(scope="module")

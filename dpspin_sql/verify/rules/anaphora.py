@@ -152,7 +152,7 @@ class Anaphor:
     exclude_before: int = -1  # object of a comparison: the subject group before the cue is not its referent
     cue: tuple[str, int] | None = None
     ident: int = 0
-    candidates: list = field(default_factory=list)
+    candidates: list[list[frozenset]] | None = field(default_factory=list)  # _alternatives: None = not a reference
 
 
 # ---------------------------------------------------------------- claim cues

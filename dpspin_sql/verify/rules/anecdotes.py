@@ -63,13 +63,13 @@ _ONE_IN_N = re.compile(rf"\s+(?:in|out\s+of)\s+(?:every\s+)?(?:\d+|{NUMWORD})\b"
 _TOKEN = re.compile(r"§+|¤+|[A-Za-z][\w'’-]*|\d[\d.,]*|[^\s\w]")
 
 
-def _SOURCE_BEFORE(sc: "_Scan", i: int) -> bool:
+def _SOURCE_BEFORE(sc: _Scan, i: int) -> bool:
     """The reference is a source: 'in / from / per / by / according to / in the words of' one review or reviewer."""
     return sc.low(i - 1) in ("in", "from", "per", "by") or (sc.low(i - 2), sc.low(i - 1)) in (
         ("according", "to"), ("words", "of"), ("told", "by"), ("account", "of"))
 
 
-def _past_in_clause(c: Check, sc: "_Scan", j: int) -> bool:
+def _past_in_clause(c: Check, sc: _Scan, j: int) -> bool:
     """Is there a past-tense verb after token j in its clause?"""
     pos = sc.toks[j][2]
     k = c.sentence_of(pos)
@@ -81,7 +81,7 @@ _PRESENT = {"is", "are", "counts", "has", "contributes", "appears", "goes", "bel
             "enters", "falls", "lands", "can", "may", "will", "would", "should", "must"}
 
 
-def _later_present(c: Check, sc: "_Scan", j: int) -> bool:
+def _later_present(c: Check, sc: _Scan, j: int) -> bool:
     """A present-tense verb later in token j's clause: the past form at j was a participle modifier."""
     pos = sc.toks[j][2]
     k = c.sentence_of(pos)
@@ -116,7 +116,7 @@ class _Scan:
         self.c = c
         self.toks = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(c.masked)]
         quotes = [m.span() for m in QUOTE_RE.finditer(c.text)]
-        self.quoted = lambda pos: any(a <= pos < b for a, b in quotes)  # noqa: E731
+        self.quoted = lambda pos: any(a <= pos < b for a, b in quotes)
 
     def low(self, i: int) -> str:
         return self.toks[i][0].lower() if 0 <= i < len(self.toks) else ""

@@ -45,7 +45,7 @@ _SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|min
 def _groups(c: Check, s: int, e: int) -> tuple[list[Mention], list[Mention]]:
     """The mentions compared: before the cue in its clause, and after it."""
     k = c.sentence_of(s)
-    ss, se = c.sents[k]
+    ss = c.sents[k][0]
     left = right = []
     for cs, ce in c.clauses_of(k):
         if cs <= s < ce:
@@ -130,7 +130,9 @@ def _ratio_k(m: re.Match) -> float:
     kk = m.group("k").lower()
     k = {"twice": 2, "double": 2, "triple": 3, "half": 0.5}.get(kk)
     if k is None:
-        num = re.match(r"([\w.]+)", kk).group(1)
+        lead = re.match(r"([\w.]+)", kk)
+        assert lead is not None  # RATIO's other forms start with a digit or a number word
+        num = lead.group(1)
         k = float(num) if re.match(r"[\d.]+$", num) else (parse_words(num) or (0.0, 0))[0]
     return float(k)
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..context import Check
-from ..numeric import FRACTIONS, NUMWORD, Num, ORDINALS, numbers
+from ..numeric import FRACTIONS, NUMWORD, ORDINALS, Num, numbers
 from ..text import span_of
 from ..vocab import BIN_NOUNS, PEOPLE_NOUNS, PER_RECORD, PLAN_NOUNS, RANK_ADJ, RECORD_NOUNS
 from .bins import bin_predicates
@@ -87,17 +87,15 @@ class _Count:
     noun: str = ""      # "" for an elliptical count
     mods: str = ""
     det: str = ""       # group | other | ""
-    of_m: "_Count | None" = None   # "N of the M": the M
+    of_m: _Count | None = None   # "N of the M": the M
     of_group: bool = False         # "N of them / these"
     bins_noun: bool = False
 
 
 def _last_noun_is_plan(before: str) -> bool:
     """An elliptical number takes the last noun before it: 'two themes …, and four …' counts themes."""
-    last = None
-    for last in _ANY_NOUN.finditer(before):
-        pass
-    return bool(last and last.group("plan"))
+    nouns = list(_ANY_NOUN.finditer(before))
+    return bool(nouns and nouns[-1].group("plan"))
 
 
 def _value(num: Num) -> int | None:
@@ -164,7 +162,7 @@ def _members_named(c: Check, s: int, e: int) -> list[frozenset]:
 def _groups(c: Check, k: int, start: int) -> list[list[frozenset]]:
     """Groups a determiner may refer to: this sentence's themes, the previous sentence's, the plan."""
     out = []
-    if k in c.groups and c.groups[k]:
+    if c.groups.get(k):
         out.append(c.groups[k])
     here = _members_named(c, *c.sents[k])
     if here:
@@ -216,7 +214,7 @@ def _recognise(c: Check) -> list[_Count]:
     nums = [x for x in numbers(txt, include_one=True) if not c.overlaps(x.start, x.end, c.rank_spans + c.consumed)]
     counts: list[_Count] = []
     used: set[int] = set()
-    for i, num in enumerate(nums):
+    for num in nums:
         n = _value(num)
         if n is None or num.start in used:
             continue
@@ -313,7 +311,9 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
     se = c.sents[c.sentence_of(ct.start)][1]
     end = ct.end
     if np_end and np_end > end:  # "two themes of moderate support, A and B": the bin phrase is in the noun phrase
-        end = np_end + (re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:]).end())
+        tail = re.match(r"(?:[\s-]+(?:support|bins?|levels?|shares?|frequency|prevalence|mass))?", txt[np_end:])
+        assert tail is not None  # the pattern is optional, so it matches (empty) everywhere
+        end = np_end + tail.end()
     rest = txt[end:se]
     for rx, exact in ((_LIST_SOME, False), (_LIST_EXACT, True), (_LIST_COMMA, True)):
         m = rx.match(rest)
@@ -330,7 +330,7 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
             ok.add(len(_members_named(c, a, stop.start() if stop else se)))
             return len(members), exact, members, ok
     if _COLON_EOL.match(rest):  # "Three themes stand out:" and a bulleted or numbered list on the next lines
-        members: list[frozenset] = []
+        members = []
         pos = txt.find("\n", ct.end)
         while pos >= 0:
             end = txt.find("\n", pos + 1)
@@ -466,8 +466,8 @@ def _judge(c: Check, ct: _Count) -> None:
             _fail(c, ct, f'is not the number of themes{where} in the "{"/".join(sorted(pred[0]))}" bin ({want})')
         return
     if listed:
-        got, exact, _, ok = listed
-        if (exact and not any(count_ok(h, n, v) for v in ok)) or (not exact and got > n):
+        got, exact, _, ok_counts = listed
+        if (exact and not any(count_ok(h, n, v) for v in ok_counts)) or (not exact and got > n):
             _fail(c, ct, f"does not match the {got} themes listed")
         return
     if group_members is not None:
@@ -635,7 +635,7 @@ def _both(c: Check) -> None:
     for m in _BOTH_AB.finditer(c.masked):
         s, e = m.span()
         k = c.sentence_of(s)
-        cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+        ce = span_of(c.clauses_of(k), s, c.sents[k])[1]
         preds = [p for p in bin_predicates(c, e, c.sents[k][1]) if p[1] < ce] if not c.is_consumed(s, s + 4) else []
         if preds:
             group = _members_named(c, s, e)
@@ -646,7 +646,7 @@ def _both(c: Check) -> None:
         if c.overlaps(s, e, c.rank_spans + c.consumed):
             continue
         k = c.sentence_of(s)
-        cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+        ce = span_of(c.clauses_of(k), s, c.sents[k])[1]
         preds = bin_predicates(c, e, ce)
         if not preds:
             continue
@@ -675,7 +675,7 @@ def _bin_groups(c: Check) -> None:
             c.consume(*m.span("b" if m.group("b") else "b2"))
 
 
-_DISCOURSE = re.compile(rf"(?:-|\s+)(?:[\w-]+\s+){{0,2}}?(?:patterns?|priorities|takeaways?|groups?|clusters?|points?|findings?|"
+_DISCOURSE = re.compile(r"(?:-|\s+)(?:[\w-]+\s+){0,2}?(?:patterns?|priorities|takeaways?|groups?|clusters?|points?|findings?|"
                         r"messages?|signals?|observations?|insights?|highlights?|questions?|dimensions?|aspects?|factors?|"
                         r"kinds?|types?|sets?|tiers?|areas?\s+of\s+concern|concerns?|lessons?|strengths?|weaknesses?|"
                         r"pain\s+points?|recommendations?|things?)\b", re.I)

@@ -58,14 +58,15 @@ def _find(c: Check) -> list[_Statement]:
                 continue
             h = after[0]
             hpct = h.pct or bool(_POINTS.match(txt[h.end:]))
-            end = h.end + (_POINTS.match(txt[h.end:]).end() if _POINTS.match(txt[h.end:]) else 0)
+            points = _POINTS.match(txt[h.end:])
+            end = h.end + (points.end() if points else 0)
             before = [n for n in nums if n.end <= m.start()
                       and re.fullmatch(r"(?:\s*(?:%|percent|per\s+cent))?(?:\s+[\w-]+){0,3}?\s*[,(]?\s*", txt[n.end:m.start()], re.I)]
             before = [n for n in before if not _CONF_AFTER.match(txt[n.end:])]  # "a 95% interval of ±8.8"
             x = before[-1] if before else None
             if x is None:
-                a = _ALONE.search(txt, ss, m.start())
-                s0 = a.start() if a and re.fullmatch(r"\s*", txt[a.end():m.start()]) else m.start()
+                alone = _ALONE.search(txt, ss, m.start())
+                s0 = alone.start() if alone and re.fullmatch(r"\s*", txt[alone.end():m.start()]) else m.start()
                 found.append(_Statement(s0, end, h=h, pct=hpct))
             else:
                 found.append(_Statement(x.start, end, x=x, h=h, pct=x.pct or hpct))
@@ -105,13 +106,15 @@ def _judge(c: Check, st: _Statement) -> str | None:
     att = c.attach(st.s, st.e)
     atoms = [c.atom(x) for men in att for x in men.atoms]
     if st.x is None and st.lo is None:  # a half-width alone: the theme's, or the plan's
-        hs = []
+        assert st.h is not None  # _find gives every statement without a value or range a half-width
+        hs: list[float] = []
         for a in atoms:
             iv = support_interval(c.plan, a) if st.pct else mass_interval(c.plan, a)
             if iv:
                 hs.append((iv[1] - iv[0]) / 2 * (100 if st.pct else 1))
-        if not st.pct and half_width(c.plan) is not None:
-            hs.append(half_width(c.plan))
+        hw = half_width(c.plan)
+        if not st.pct and hw is not None:
+            hs.append(hw)
         return None if any(_fits(st.h, v, True) for v in hs) else "the stated half-width is not the released one"
     if not atoms:
         return "it is not attached to a theme"
@@ -122,11 +125,13 @@ def _judge(c: Check, st: _Statement) -> str | None:
         k = 100.0 if st.pct else 1.0
         lo, hi = iv[0] * k, iv[1] * k
         if st.x is not None:
+            assert st.h is not None  # _find pairs every stated value with its half-width
             vals = [100.0 * float(a["support"])] if st.pct and a.get("support") is not None else \
                    [] if st.pct else [mass(a), float(a.get("display_mass", mass(a)))]
             if any(_fits(st.x, v) for v in vals) and _fits(st.h, (hi - lo) / 2, True):
                 return None
         else:
+            assert st.lo is not None and st.hi is not None  # without a value, _find gives a range
             los = [lo] + ([0.0] if lo < 0 else [])
             if any(_fits(st.lo, v) for v in los) and _fits(st.hi, hi):
                 return None

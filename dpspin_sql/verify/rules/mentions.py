@@ -12,7 +12,6 @@ from ..context import Check
 from ..lexicon import Mention
 from ..text import GLUE, contains, content, tokenize
 
-
 _POSSESSIVE = {"their", "your", "my", "his", "her", "its", "our"}
 
 

@@ -40,7 +40,8 @@ _CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in C
 
 def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
     """The public metadata values this number could state (field, value)."""
-    p, vals = c.plan, []
+    p = c.plan
+    vals: list[tuple[str, float]] = []
     if num.kind not in ("digits", "words"):
         return vals
     if num.pct:  # only the confidence level is a percentage
@@ -65,7 +66,7 @@ def cue_scope(c: Check, s: int) -> tuple[int, int]:
 def _matches(key: str, num: Num, v: float) -> bool:
     """The rounding rule; a confidence level is a label (95%), stated exactly."""
     if key == "interval_confidence":
-        return abs(num.value - v) < 1e-9 or abs(num.value - v / 100.0) < 1e-9 and not num.pct
+        return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
     return number_matches(num, v)
 
 

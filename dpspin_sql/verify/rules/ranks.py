@@ -46,16 +46,15 @@ PATTERNS = [
 
 def _skip(kind: str, m: re.Match, txt: str, s: int, e: int) -> bool:
     """Forms of the patterns that are not rank claims ("at 12", "the top", "number 3 of")."""
-    if kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl"):
-        if not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I):
-            return True
+    if (kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl")
+            and not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I)):
+        return True
     if kind == "k" and re.match(r"(?i)(?:at|number|#|no\.)", m.group()) and not re.search(r"(?i)rank|#|no\.|number", m.group()):
         return True
     if kind == "k" and re.match(r"(?i)at\s", m.group()) and not re.search(r"(?:st|nd|rd|th)\b|" + "|".join(ORDINALS), m.group(), re.I):
         return True
-    if kind == "k" and re.match(r"(?i)number\s+\d", m.group()) and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]):
-        return True
-    return False
+    return bool(kind == "k" and re.match(r"(?i)number\s+\d", m.group())
+                and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]))
 
 
 def _ranks(c: Check, men) -> list[int]:
@@ -76,13 +75,13 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
             named.append(men)
     if not named:
         return
-    readings = [[]]
+    readings: list[list[int]] = [[]]
     for men in named[:6]:
         readings = [r + [x] for r in readings for x in sorted(men.atoms)][:64]
-    best = None
+    best: tuple[tuple[bool, bool], list[int], list[int], list[float]] | None = None
     for r in readings:
-        others = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
-        for o in others:  # one theme named: "A is tied for second" needs a partner within the margin
+        others: list[int | None] = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else []
+        for o in others or [None]:  # one theme named: "A is tied for second" needs a partner within the margin
             group = r + ([o] if o is not None else [])
             masses = [mass(c.atom(x)) for x in group]
             ranks = [int(c.atom(x).get("rank", 0)) for x in group]
@@ -94,6 +93,7 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
             score = (rank_ok, close)
             if best is None or score > best[0]:
                 best = (score, group, ranks, masses)
+    assert best is not None  # readings is not empty: every named mention has at least one atom
     (rank_ok, close), group, ranks, masses = best
     names = " and ".join(f'"{c.lex.label_of[x]}"' for x in group)
     if not rank_ok:
@@ -101,6 +101,7 @@ def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
               + ("the last place" if gd.get("slast") else f"rank {want}"))
     if not close:
         c.add("unsupported_comparison", named[0].start, max(e, named[-1].end),
+              f"the plan releases no other theme for {names} to be tied with" if len(group) == 1 else
               f"{names} differ by at least the comparison margin ({c.margin:g}), so they are not tied")
 
 
@@ -139,9 +140,9 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
-        men = c.in_range(ss, se)
-        n = len(men)
-        for mm in men:
+        listed = c.in_range(ss, se)
+        n = len(listed)
+        for mm in listed:
             ranks = _ranks(c, mm)
             ok = any(r <= n for r in ranks) if kind == "r1" else any(r > c.max_rank - n for r in ranks)
             if not ok:
@@ -170,7 +171,9 @@ def _pos(s: str) -> int:
         return int(s)
     if s in ORDINALS or re.match(r"\d+(?:st|nd|rd|th)$", s):
         return ord_value(s)
-    return int(parse_words(s)[0])
+    words = parse_words(s)
+    assert words is not None  # the rank patterns admit only digits, ordinals and the number words of UNITS/TENS
+    return int(words[0])
 
 
 def _range(c: Check, a: int, b: int, s: int, e: int) -> None:

@@ -112,9 +112,9 @@ ABILITY = re.compile(r"\b(?:show|shows|tell|tells|say|says|indicate|indicates|ca
                      r"contains|include|includes|support|supports|track|tracks|measure|measures|reveal|reveals|allow|"
                      r"allows|describe|describes|establish|determine|speak|speaks|reflect|reflects|infer|inferred)\b", re.I)
 HYPOTHETICAL = re.compile(r"\b(?:would|could|might|if)\b", re.I)
-RANK_CONTEXT = re.compile(rf"\b(?:top|bottom)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\b|\branks?\b|"
-                          rf"\branking\b|\blist\b|\bpositions?\b|\bdown\s+the\s+(?:list|ranking|table)\b|"
-                          rf"\b(?:below|after|beyond|past)\s+the\s+(?:top|first|leading)\b", re.I)
+RANK_CONTEXT = re.compile(r"\b(?:top|bottom)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\b|\branks?\b|"
+                          r"\branking\b|\blist\b|\bpositions?\b|\bdown\s+the\s+(?:list|ranking|table)\b|"
+                          r"\b(?:below|after|beyond|past)\s+the\s+(?:top|first|leading)\b", re.I)
 _SKIP_BEFORE = re.compile(r"^(?:has|have|had|is|are|was|were|been|did|does|do|not|also|all|both|only|still|now|then|"
                           r"\w+ly|n't)$", re.I)
 _OBJECT = re.compile(r"\s+(?:the|a|an|their|his|her|its|my|our|your|them|him|us|me|some|any|prices?|fees?)\b", re.I)
