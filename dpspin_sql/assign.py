@@ -33,7 +33,7 @@ class AssignReport:
     n_records: int          # target records read
     n_assigned: int         # records with at least one atom
     n_unassigned: int       # records that scored no atom (an all-zero vector, contributes nothing)
-    n_rows: int             # rows written to `assignments`
+    n_rows: int             # assignment rows written (canonical vectors and raw rows)
     seconds: float
 
     def as_dict(self) -> dict:
@@ -123,7 +123,7 @@ def _write(con, ids: list[str], rows: list[list[tuple[int, float]]]) -> int:
         "record_id": pa.array(rid, pa.string()), "atom_id": pa.array(aid, pa.int32()),
         "weight": pa.array(wts, pa.float64())}))
     try:
-        con.execute(queries.load("insert_assignments"))
+        store.write_assignments(con)
     finally:
         con.unregister("staging_assignments")
     return len(rid)

@@ -13,3 +13,9 @@ CREATE TABLE IF NOT EXISTS users (
 ALTER TABLE records ADD COLUMN IF NOT EXISTS user_key INTEGER;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS atom_ids INTEGER[];
 ALTER TABLE records ADD COLUMN IF NOT EXISTS masses INTEGER[];
+CREATE VIEW IF NOT EXISTS assignment_rows AS
+SELECT record_id, atom_id, weight FROM assignments
+UNION ALL
+SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) / 16777216 AS weight
+FROM records
+WHERE atom_ids IS NOT NULL OR masses IS NOT NULL;

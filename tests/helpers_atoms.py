@@ -38,7 +38,8 @@ def add_records(con, rows: list[dict]) -> None:
     })
     con.register("tmp_rows", table)
     try:
-        con.execute("INSERT INTO records SELECT record_id, user_id, text, split, CAST(metadata AS JSON) FROM tmp_rows")
+        con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
+                    "SELECT record_id, user_id, text, split, CAST(metadata AS JSON) FROM tmp_rows")
     finally:
         con.unregister("tmp_rows")
 
