@@ -5,7 +5,13 @@ among filler words; a 20,000-record auxiliary split carries the topic as metadat
 metadata builder gives m=200 and every scorer can be fitted. Each scorer runs in its
 own process so peak RSS is its own. Reports, never asserts.
 
+The machine is shared, so one run is noise: `--repeat N` runs every (source, scorer)
+child N times, interleaved, and prints the medians. `--baseline DIR` runs the same
+children against another source tree (e.g. `git archive main | tar -x -C DIR`, with
+`dpspin_sql/queries` and `dpspin_sql/udfs` linked to `queries/` and `udfs/`) side by side.
+
     .venv/bin/python bench/bench_assign.py [--records 100000] [--scorers keyword,similarity,supervised]
+                                           [--repeat 3] [--baseline DIR] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ def words(rng, n: int) -> list[str]:
 
 
 def make_store(path: Path, n_target: int, n_aux: int, m: int, seed: int = 0) -> None:
-    from dpspin_sql import atoms, store
+    from dpspin_sql import builders, store
 
     rng = np.random.default_rng(seed)
     vocab = words(rng, 3000)
@@ -51,25 +57,50 @@ def make_store(path: Path, n_target: int, n_aux: int, m: int, seed: int = 0) -> 
     con.register("bench_rows", table)
     con.execute("INSERT INTO records SELECT record_id, NULL, text, split, CAST(metadata AS JSON) FROM bench_rows")
     con.unregister("bench_rows")
-    atoms.build(con, "metadata", fields=["topic"], m=m)
+    builders.build(con, "metadata", fields=["topic"], m=m)
     con.close()
 
 
-def run_one(db: Path, scorer: str, K: int) -> dict:
+def _cpu() -> float:
+    """CPU seconds of this process, all threads (robust to other load on a shared machine)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_one(db: Path, scorer: str, K: int, workers: int | None = None) -> dict:
+    import shutil
+
     from dpspin_sql import assign, store
 
-    con = store.connect(db)
+    work = db.with_name(f"{db.stem}-{scorer}-{time.monotonic_ns()}.duckdb")
+    shutil.copyfile(db, work)          # every child starts from the same store
+    con = store.connect(work)
     t0 = time.perf_counter()
     fitted = assign.fit_scorer(con, scorer)
     fit_s = time.perf_counter() - t0
-    report = assign.assign(con, fitted, K=K)
+    cpu0 = _cpu()
+    report = assign.assign(con, fitted, K=K, **({"workers": workers} if workers else {}))
+    cpu_s = _cpu() - cpu0
     total = time.perf_counter() - t0
     apply_s = total - fit_s
-    return {"scorer": scorer, "records": report.n_records, "m": report.m, "K": K,
+    return {"scorer": scorer, "workers": workers, "records": report.n_records, "m": report.m, "K": K,
             "fit_s": round(fit_s, 2), "assign_s": round(apply_s, 2),
-            "records_per_s": round(report.n_records / apply_s), "rows": report.n_rows,
+            "records_per_s": round(report.n_records / apply_s), "cpu_s": round(cpu_s, 2),
+            "records_per_cpu_s": round(report.n_records / cpu_s), "rows": report.n_rows,
             "unassigned": report.n_unassigned,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def _child(db: Path, scorer: str, K: int, src: str | None, workers: int | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--child", str(db), scorer, "-K", str(K)]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    if src:
+        cmd += ["--src", src]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"child {scorer} ({src or 'this tree'}) failed:\n{res.stderr}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -79,21 +110,52 @@ def main() -> None:
     ap.add_argument("-m", type=int, default=200)
     ap.add_argument("-K", type=int, default=3)
     ap.add_argument("--scorers", default="keyword,similarity,supervised")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--baseline", help="another source tree to run side by side")
+    ap.add_argument("--json", type=Path, help="also write every run and the medians here")
+    ap.add_argument("--workers", default="", help="comma-separated values of assign(workers=…) to compare "
+                                                  "(this tree only; default: its default)")
     ap.add_argument("--child", nargs=2, metavar=("DB", "SCORER"))
+    ap.add_argument("--src", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(run_one(Path(args.child[0]), args.child[1], args.K)))
+        if args.src:
+            sys.path.insert(0, args.src)
+        kw = {"workers": int(args.workers)} if args.workers else {}
+        print(json.dumps(run_one(Path(args.child[0]), args.child[1], args.K, **kw)))
         return
+    sources = [("baseline", str(Path(args.baseline).resolve()), None)] if args.baseline else []
+    sources += [(f"workers={w}" if w else "this tree", None, int(w) if w else None)
+                for w in (args.workers.split(",") if args.workers else [""])]
+    runs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
         t = time.perf_counter()
         make_store(db, args.records, args.aux, args.m)
         print(f"synthetic store: {args.records} target + {args.aux} aux records, m={args.m} "
               f"({time.perf_counter() - t:.1f}s)")
-        for scorer in args.scorers.split(","):
-            res = subprocess.run([sys.executable, __file__, "--child", str(db), scorer, "-K", str(args.K)],
-                                 capture_output=True, text=True, check=True)
-            print(res.stdout.strip())
+        for rep in range(args.repeat):
+            for scorer in args.scorers.split(","):
+                for name, src, workers in sources:
+                    res = dict(_child(db, scorer, args.K, src, workers), source=name, repeat=rep)
+                    runs.append(res)
+                    print(json.dumps(res), flush=True)
+    medians = []
+    for scorer in args.scorers.split(","):
+        for name, _, _ in sources:
+            mine = [r for r in runs if r["scorer"] == scorer and r["source"] == name]
+            medians.append({"scorer": scorer, "source": name, "runs": len(mine),
+                            **{key: float(np.median([r[key] for r in mine]))
+                               for key in ("records_per_s", "records_per_cpu_s", "fit_s", "assign_s",
+                                                         "peak_rss_mb")}})
+    print(f"\nmedians over {args.repeat} run(s), K={args.K}, m={args.m}, {args.records} records:")
+    print(f"{'scorer':12s} {'source':10s} {'records/s':>10s} {'per CPU s':>10s} {'assign s':>9s} {'fit s':>7s} "
+          f"{'peak RSS MB':>12s}")
+    for r in medians:
+        print(f"{r['scorer']:12s} {r['source']:10s} {r['records_per_s']:10,.0f} {r['records_per_cpu_s']:10,.0f} "
+              f"{r['assign_s']:9.2f} {r['fit_s']:7.2f} {r['peak_rss_mb']:12,.0f}")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, "medians": medians}, indent=1))
 
 
 if __name__ == "__main__":

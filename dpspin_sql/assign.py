@@ -7,7 +7,10 @@ re-imposes these bounds anyway; writing them here keeps the non-private sketch h
 """
 from __future__ import annotations
 
+import os
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -20,7 +23,7 @@ from dpspin_sql.atoms import current_atoms, current_dictionary_id
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
-SCORER_NAMES = ("keyword", "similarity", "supervised")
+SCORER_NAMES = ("keyword", "similarity", "supervised", "embedding", "embedding-supervised")
 BATCH = 8192
 
 
@@ -40,17 +43,30 @@ class AssignReport:
         return asdict(self)
 
 
-def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", **opts) -> scorers.Scorer:
-    """Fit a scorer on the public atoms and (for similarity/supervised) the aux split."""
+def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", *, renormalise: bool = True,
+               **opts) -> scorers.Scorer:
+    """Fit a scorer on the public atoms and (for similarity/supervised) the aux split.
+
+    `renormalise=True` (the default, saved with the scorer): each record's kept top-K
+    scores are scaled to sum 1, so every assigned record spends its whole unit of mass.
+    `renormalise=False`: kept scores stay as they are (scaled down only above 1) — the
+    supervised scorer's behaviour before this option existed.
+    """
+    if not isinstance(renormalise, bool):
+        raise BadInput(f"renormalise must be True or False, not {renormalise!r}")
     atoms = current_atoms(con)
     if not atoms:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     if scorer == "keyword":
-        return scorers.KeywordScorer.from_atoms(atoms)
+        return scorers.KeywordScorer.from_atoms(atoms, renormalise=renormalise)
+    if scorer in ("embedding", "embedding-supervised"):   # the [embed] extra
+        from dpspin_sql import embedding
+
+        return embedding.fit(con, atoms, scorer, renormalise=renormalise, **opts)
     if scorer in SCORER_NAMES:
         from dpspin_sql import fit
 
-        return fit.fit(con, atoms, scorer, **opts)
+        return fit.fit(con, atoms, scorer, renormalise=renormalise, **opts)
     raise BadInput(f"--scorer must be one of {', '.join(SCORER_NAMES)}, not {scorer!r}")
 
 
@@ -59,15 +75,26 @@ def load_scorer(con: duckdb.DuckDBPyConnection) -> scorers.Scorer:
     row = con.execute(queries.load("select_dictionary")).fetchone()
     if row is None or row[3] is None:
         raise BadInput("the dictionary has no fitted scorer: run dpspin assign first")
-    return scorers.from_bytes(bytes(row[3]))
+    return scorer_from_bytes(bytes(row[3]))
+
+
+def scorer_from_bytes(blob: bytes) -> scorers.Scorer:
+    """Rebuild any saved scorer, the embedding ones included (their module registers them)."""
+    if scorers.kind_of(blob).startswith("embedding"):
+        from dpspin_sql import embedding  # noqa: F401 - the [embed] extra
+
+    return scorers.from_bytes(blob)
 
 
 def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keyword", K: int = 3, *,
-           batch_size: int = BATCH, progress: Callable[[int], None] | None = None,
+           batch_size: int = BATCH, progress: Callable[[int], None] | None = None, workers: int | None = None,
            **fit_opts) -> AssignReport:
     """Fit (or take) a scorer, save it with the dictionary, assign every target record.
 
     `progress(n)` is called after each batch with the number of records just done.
+    `workers` batches are scored at once on threads (default: 2 where there are 2 cores;
+    1 for scorers that parallelise inside, like the embedding ones); rows are written in
+    batch order by this thread, so the table is the same whatever `workers` is.
     """
     check_K(K)
     dictionary_id = current_dictionary_id(con)
@@ -75,26 +102,48 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     started = time.perf_counter()
     fitted = scorer if isinstance(scorer, scorers.Scorer) else fit_scorer(con, scorer, **fit_opts)
+    if workers is None:
+        workers = 1 if getattr(fitted, "parallel_inside", False) else min(2, os.cpu_count() or 1)
+    K = int(K)
     n_records = n_assigned = n_rows = 0
-    reader = con.cursor()
+
+    def score(batch):
+        return batch, fitted.score_top_k_arrays(batch.column(1).to_pylist(), K)
+
+    def write(batch, result) -> None:
+        nonlocal n_records, n_assigned, n_rows
+        rows, atom_ids, weights = result
+        n_records += batch.num_rows
+        n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
+        n_rows += _write(con, batch.column(0), rows, atom_ids, weights)
+        if progress is not None:
+            progress(batch.num_rows)
+
+    reader = store.cursor(con)
     try:
         batches = reader.sql(queries.load("assign_target_texts")).to_arrow_reader(batch_size)
         with transaction(con):
             con.execute(queries.load("assign_clear"))
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
-            for batch in batches:
-                ids = batch.column(0).to_pylist()
-                rows = fitted.score_top_k(batch.column(1).to_pylist(), int(K))
-                n_records += len(ids)
-                n_assigned += sum(1 for r in rows if r)
-                n_rows += _write(con, ids, rows)
-                if progress is not None:
-                    progress(len(ids))
+            if workers <= 1:
+                for batch in batches:
+                    write(*score(batch))
+            else:
+                # the GIL-free parts (Arrow kernels, numpy, scipy, DuckDB's insert) of several
+                # batches overlap; at most workers + 1 batches are in memory at once
+                with ThreadPoolExecutor(workers) as pool:
+                    pending: deque = deque()
+                    for batch in batches:
+                        pending.append(pool.submit(score, batch))
+                        if len(pending) > workers:
+                            write(*pending.popleft().result())
+                    while pending:
+                        write(*pending.popleft().result())
             store.mark_step(con, "assignments")
     finally:
         reader.close()
-    return AssignReport(scorer=fitted.kind, K=int(K), m=len(fitted.atom_ids), dictionary_id=dictionary_id,
+    return AssignReport(scorer=fitted.kind, K=K, m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
                         n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
 
@@ -110,23 +159,19 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(queries.load("assign_count_target")).fetchone()[0])
 
 
-def _write(con, ids: list[str], rows: list[list[tuple[int, float]]]) -> int:
-    rid, aid, wts = [], [], []
-    for record_id, kept in zip(ids, rows):
-        for atom_id, weight in kept:
-            rid.append(record_id)
-            aid.append(atom_id)
-            wts.append(weight)
-    if not rid:
+def _write(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:
+    """Insert one batch's assignment rows, columnar: Arrow arrays straight into DuckDB."""
+    if not rows.size:
         return 0
     con.register("staging_assignments", pa.table({
-        "record_id": pa.array(rid, pa.string()), "atom_id": pa.array(aid, pa.int32()),
-        "weight": pa.array(wts, pa.float64())}))
+        "record_id": record_ids.take(pa.array(rows)).cast(pa.string()),
+        "atom_id": pa.array(atom_ids.astype(np.int32)),
+        "weight": pa.array(weights, pa.float64())}))
     try:
         store.write_assignments(con)
     finally:
         con.unregister("staging_assignments")
-    return len(rid)
+    return int(rows.size)
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
@@ -144,13 +189,9 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     if manifest.get("builder") != "metadata" or not fields:
         raise BadInput("--evaluate needs a metadata dictionary (dpspin atoms build --builder metadata)")
     keys = {e["atom_id"]: _skey(e["values"]) for e in manifest.get("atoms", [])}
-    con.register("eval_atom_keys", pa.table({"atom_id": pa.array(list(keys), pa.int32()),
-                                             "skey": pa.array(list(keys.values()), pa.string())}))
-    try:
+    with store.staged(con, "eval_atom_keys", {"atom_id": (list(keys), "int32"), "skey": (list(keys.values()), object)}):
         n_target, n_true_atom, n_correct, n_assigned = con.execute(
             queries.load("assign_eval_top1"), {"fields": fields}).fetchall()[0]
-    finally:
-        con.unregister("eval_atom_keys")
     true_top = [r[0] for r in con.execute(queries.load("assign_eval_true_top"), {"fields": fields, "L": int(L)}).fetchall()]
     sk = compute_sketch(con, unit="record", K=K)
     order = sorted(range(sk.m), key=lambda j: (-int(sk.mass[j]), int(sk.atom_ids[j])))[:L]

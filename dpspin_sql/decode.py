@@ -1,4 +1,4 @@
-"""Verbalization of a released plan (SPEC §5): template and LLM decoders, verifier loop.
+"""Verbalization of a released plan (docs/DESIGN.md §6): template and LLM decoders, verifier loop.
 
 Both decoders see only `public_view(plan)` — a whitelist of released, public
 fields — and fixed public instructions, so the summary is post-processing of
@@ -9,6 +9,7 @@ is returned.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from dpspin_sql.errors import BadInput
-from dpspin_sql.verify import Verdict, margin_of, plan_dict, verify, verify_claims
+from dpspin_sql.verify import Verdict, margin_of, plan_dict, verify
 
-__all__ = ["LLMConfig", "SummaryResult", "public_view", "template_summary", "summarize",
-           "write_summary", "build_feedback", "build_messages", "MAX_ATTEMPTS_LIMIT"]
+__all__ = ["LLMConfig", "SummaryResult", "EndpointUnreachable", "CONSTRAINTS", "FINAL_SOURCES", "public_view",
+           "template_summary", "summarize", "write_summary", "build_feedback", "build_messages", "MAX_ATTEMPTS_LIMIT"]
 
 MAX_ATTEMPTS_LIMIT = 20
 _PUBLIC_META = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "L", "m",
-                "comparison_margin", "public_denominator", "bins", "bin_basis")
-_PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin")
+                "comparison_margin", "public_denominator", "bins", "bin_basis", "interval_confidence",
+                "interval_half_width")
+_PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin",
+                "interval", "support_interval")
 
 
 def public_view(plan: Any) -> dict:
@@ -50,7 +53,7 @@ def _cap(s: str) -> str:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.1f}"
+    return f"{x + 0.0:.1f}" if round(x, 1) != 0 else "0.0"   # never "-0.0"
 
 
 def _atom_sentence(a: dict) -> str:
@@ -62,17 +65,72 @@ def _atom_sentence(a: dict) -> str:
     return f"Rank {int(a['rank'])}: {a['label']} — " + ", ".join(parts) + "."
 
 
+def _half_width(a: dict, v: dict) -> float | None:
+    """The atom's released interval half-width: (high − low)/2 of its own interval, else
+    the plan's interval_half_width; None when the plan releases no interval."""
+    iv = a.get("interval")
+    if isinstance(iv, (list, tuple)) and len(iv) == 2:
+        return (float(iv[1]) - float(iv[0])) / 2
+    h = v.get("interval_half_width")
+    return float(h) if isinstance(h, (int, float)) and not isinstance(h, bool) else None
+
+
+def _template_atom_sentence(a: dict, v: dict, intervals: bool) -> str:
+    """One line per atom: its bin, support and released mass, with the released interval
+    half-width as "released mass 95.3 (±4.1)" when the plan has intervals."""
+    shown = float(a.get("display_mass", max(_mass(a), 0.0))) + 0.0   # never "-0.0"
+    parts = [f"{a.get('bin', 'low')} support"]
+    if a.get("support") is not None:
+        parts.append(f"{_fmt(float(a['support']) * 100)}% of records")
+    h = _half_width(a, v) if intervals else None
+    parts.append(f"released mass {_fmt(shown)}" + (f" (±{_fmt(h)})" if h is not None else ""))
+    return f"Rank {int(a['rank'])}: {a['label']} — " + ", ".join(parts) + "."
+
+
+def _confidence_sentence(v: dict) -> str | None:
+    conf = v.get("interval_confidence")
+    if not isinstance(conf, (int, float)) or isinstance(conf, bool):
+        return None
+    return (f"Each ± is a {float(conf) * 100:g}% accuracy interval; the intervals hold together with "
+            f"{float(conf) * 100:g}% confidence.")
+
+
+@functools.lru_cache(maxsize=1)
+def _verifier_reads_intervals() -> bool:
+    """Whether the public verifier accepts the template's interval wording: checked once on
+    a fixed public example (no plan involved). While it does not, the template leaves the
+    intervals out, so the fallback stays accepted."""
+    probe = {"L": 1, "m": 1, "comparison_margin": 1.0, "interval_confidence": 0.95, "interval_half_width": 2.5,
+             "atoms": [{"atom_id": 0, "rank": 1, "label": "alpha theme", "description": "", "noisy_mass": 10.0,
+                        "display_mass": 10.0, "bin": "high", "interval": [7.5, 12.5]}]}
+    text = "\n".join([_template_atom_sentence(probe["atoms"][0], probe, True), _confidence_sentence(probe)])
+    try:
+        return verify(text, probe).accepted
+    except Exception:
+        return False
+
+
 def template_summary(plan: Any) -> str:
-    """Deterministic plan-to-text map; the fallback, always accepted by the verifier."""
+    """Deterministic plan-to-text map; the fallback, always accepted by the verifier.
+
+    Numbers are the released values rounded to one decimal; with accuracy intervals in the
+    plan each mass carries its interval half-width ("released mass 95.3 (±4.1)") and one
+    sentence states the intervals' confidence."""
     v = public_view(plan)
     atoms = v["atoms"]
     if not atoms:
         return "The released plan admits no themes, so there is nothing to summarize."
+    intervals = (any(_half_width(a, v) is not None for a in atoms) and _confidence_sentence(v) is not None
+                 and _verifier_reads_intervals())
     eps = v.get("epsilon")
-    head = f"This differentially private plan lists {len(atoms)} themes"
+    # a non-private reference (experiments only) must never read as a DP release
+    kind = "non-private reference" if v.get("mechanism") == "non_private" else "differentially private"
+    head = f"This {kind} plan lists {len(atoms)} themes"
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
     lines = [head, f"The most common theme is {atoms[0]['label']}."]
-    lines += [_atom_sentence(a) for a in atoms]
+    lines += [_template_atom_sentence(a, v, intervals) for a in atoms]
+    if intervals:
+        lines.append(_confidence_sentence(v))
     margin = v["comparison_margin"]
     shown = 0
     for a, b in zip(atoms, atoms[1:]):
@@ -91,7 +149,11 @@ def template_summary(plan: Any) -> str:
 # ---------------------------------------------------------------- LLM
 @dataclass
 class LLMConfig:
-    """OpenAI-compatible endpoint; unset fields come from DPSPIN_LLM_* / OPENAI_* env vars."""
+    """OpenAI-compatible endpoint; unset fields come from DPSPIN_LLM_* / OPENAI_* env vars.
+
+    `constraint` (claims mode): one of `CONSTRAINTS` to use only that form, or None to
+    detect per endpoint which form it takes (tried in order, the first that works is kept).
+    """
 
     base_url: str | None = None
     model: str | None = None
@@ -102,6 +164,7 @@ class LLMConfig:
     timeout: float = 120.0
     max_retries: int = 2
     seed: int | None = None
+    constraint: str | None = None
 
     def resolved(self) -> "LLMConfig":
         env = os.environ.get
@@ -110,7 +173,24 @@ class LLMConfig:
             model=self.model or env("DPSPIN_LLM_MODEL") or env("OPENAI_MODEL") or "local-model",
             api_key=self.api_key or env("DPSPIN_LLM_API_KEY") or env("OPENAI_API_KEY") or "sk-no-key",
             mode=self.mode, temperature=self.temperature, max_tokens=self.max_tokens,
-            timeout=self.timeout, max_retries=self.max_retries, seed=self.seed)
+            timeout=self.timeout, max_retries=self.max_retries, seed=self.seed, constraint=self.constraint)
+
+
+class EndpointUnreachable(BadInput):
+    """The LLM endpoint gave no answer at all (connection refused, unknown host, timeout)."""
+
+
+# Ways to send the claims constraint, in the order they are tried (claims mode):
+#   json_schema         response_format={"type": "json_schema", ...}: OpenAI, vLLM, llama.cpp's own server
+#   json_object_schema  response_format={"type": "json_object", "schema": ...}: llama-cpp-python's server
+#   guided_json         extra_body={"guided_json": ...}: vLLM guided decoding
+#   grammar             extra_body={"grammar": GBNF}: llama.cpp servers
+#   json_object         plain JSON mode (no enums enforced: the answer is checked against the menu)
+#   none                no constraint (the same check)
+CONSTRAINTS = ("json_schema", "json_object_schema", "guided_json", "grammar", "json_object", "none")
+_ENFORCING = frozenset(CONSTRAINTS[:4])
+_REFUSAL_STATUS = (400, 422, 500, 501)   # how servers answer a request field they do not take
+_DETECTED: dict[tuple[str, str], int] = {}   # (base_url, model) → index of the first form worth trying
 
 
 SYSTEM_PROMPT = """You summarize a list of themes for a report. A strict checker reads your answer.
@@ -126,17 +206,26 @@ Answer with 2 or 3 short sentences and nothing else."""
 EXAMPLE = ("Example answer for another list: Late delivery is the most common theme, with high support. "
            "Late delivery is more common than damaged box. Damaged box has low support.")
 
-CLAIMS_INSTRUCTIONS = """Answer with one JSON object: {"claims": [{"atom": <theme label>, "rank": <int or null>,
-"bin": <"high"|"moderate"|"low" or null>, "comparison": {"op": "more"|"less"|"similar", "other": <theme label>} or null,
-"text": <one sentence stating this claim>}]}. Give 2 to 5 claims."""
+CLAIMS_SYSTEM_PROMPT = """You choose the facts for a short summary of a ranked list of themes.
+A program writes the sentences from your choices, so you only pick facts and their order.
+Answer with one JSON object and nothing else."""
 
-CLAIMS_SCHEMA = {
-    "name": "plan_claims", "strict": False,
-    "schema": {"type": "object", "required": ["claims"], "properties": {"claims": {"type": "array", "items": {
-        "type": "object", "required": ["atom", "text"], "properties": {
-            "atom": {"type": "string"}, "rank": {"type": ["integer", "null"]},
-            "bin": {"type": ["string", "null"], "enum": ["high", "moderate", "low", None]},
-            "comparison": {"type": ["object", "null"]}, "text": {"type": "string"}}}}}},
+CLAIMS_INSTRUCTIONS = """Choose 4 to 6 facts for a short summary, the most important first: start with the top
+theme, then cover other themes and a comparison. Example answer for another list:
+{"claims": [{"kind": "top_theme", "theme": "late delivery"}, {"kind": "mass", "theme": "late delivery"}, \
+{"kind": "comparison", "theme": "late delivery", "other": "damaged box"}, {"kind": "rank", "theme": "damaged box"}, \
+{"kind": "bin", "theme": "damaged box"}, {"kind": "count", "bin": "low"}]}
+Kinds: {kinds}."""
+
+_KIND_HELP = {
+    "top_theme": "top_theme (the rank 1 theme)",
+    "rank": "rank (a theme's rank)",
+    "bin": "bin (a theme's support level)",
+    "mass": "mass (a theme's released mass)",
+    "interval": "interval (a theme's accuracy interval)",
+    "comparison": "comparison (theme is more common than other: supported pairs only)",
+    "similar": "similar (theme and other have similar support: similar pairs only)",
+    "count": 'count (how many themes: bin "all" or one support level)',
 }
 
 
@@ -157,79 +246,194 @@ def plan_prompt(plan: Any) -> str:
     return "\n".join(lines)
 
 
-def build_messages(plan: Any, mode: str, history: list[str]) -> list[dict]:
-    user = plan_prompt(plan) + "\n\n" + (EXAMPLE + "\n\nNow write the summary of this list." if mode == "text"
-                                         else CLAIMS_INSTRUCTIONS)
-    msgs = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def claims_prompt(view: dict, items: list) -> str:
+    """The claims-mode user message: the plan's themes and the pairs the margin supports
+    (from the menu), then the answer format."""
+    from dpspin_sql.claims import themes
+
+    lines = ["Themes by rank:"]
+    rank = {}
+    for a in themes(view):
+        rank[a["label"]] = int(a["rank"])
+        lines.append(f"{int(a['rank'])}. {a['label']} ({a.get('bin', 'low')} support)")
+    more = [f"{rank[c.theme]} > {rank[c.other]}" for c in items if c.kind == "comparison"][:12]
+    alike = [f"{rank[c.theme]} ~ {rank[c.other]}" for c in items if c.kind == "similar"][:12]
+    lines.append("Supported comparisons (by rank): " + ("; ".join(more) if more else "none"))
+    lines.append("Similar pairs (by rank): " + ("; ".join(alike) if alike else "none"))
+    kinds = [k for k in _KIND_HELP if any(c.kind == k for c in items)]
+    lines.append("")
+    lines.append(CLAIMS_INSTRUCTIONS.replace("{kinds}", ", ".join(_KIND_HELP[k] for k in kinds)))
+    return "\n".join(lines)
+
+
+def build_messages(plan: Any, mode: str, history: list[str], items: list | None = None) -> list[dict]:
+    if mode == "claims":
+        v = public_view(plan)
+        if items is None:
+            from dpspin_sql.claims import menu
+
+            items = menu(v)
+        msgs = [{"role": "system", "content": CLAIMS_SYSTEM_PROMPT},
+                {"role": "user", "content": claims_prompt(v, items)}]
+    else:
+        user = plan_prompt(plan) + "\n\n" + EXAMPLE + "\n\nNow write the summary of this list."
+        msgs = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
     if history:
         msgs.append({"role": "user", "content": history[-1]})
     return msgs
 
 
-def build_feedback(verdict: Verdict, plan: Any) -> str:
-    """Public feedback: only the violations and the plan (post-processing)."""
+def build_feedback(verdict: Verdict, plan: Any, dropped: list | None = None) -> str:
+    """Public feedback: only the violations and the plan (post-processing). In claims mode
+    `dropped` lists the claims behind the violations, which the next menu leaves out."""
     v = public_view(plan)
     lines = ["Your previous summary was rejected by the verifier:"]
     for x in verdict.violations[:8]:
         lines.append(f"- [{x.code}] {x.message}")
-    lines.append("Allowed themes: " + "; ".join(a["label"] for a in v["atoms"]) + ".")
-    lines.append("Rewrite the summary using only the plan facts above.")
+    if dropped is not None:
+        from dpspin_sql.claims import describe
+
+        if dropped:
+            lines.append("These choices are no longer offered: " + "; ".join(describe(c) for c in dropped[:8]) + ".")
+        lines.append("Choose again from the facts above.")
+    else:
+        lines.append("Allowed themes: " + "; ".join(a["label"] for a in v["atoms"]) + ".")
+        lines.append("Rewrite the summary using only the plan facts above.")
     return "\n".join(lines)
 
 
-def _call_llm(cfg: LLMConfig, messages: list[dict], state: dict) -> str:
+def _constraint_kwargs(form: str, schema: dict | None, gbnf: str | None) -> dict:
+    if form == "json_schema":
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "plan_claims", "strict": True, "schema": schema}}}
+    if form == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if form == "guided_json":
+        return {"extra_body": {"guided_json": schema}}
+    if form == "grammar":
+        return {"extra_body": {"grammar": gbnf}}
+    if form == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    return {}
+
+
+def _call_llm(cfg: LLMConfig, messages: list[dict], state: dict, schema: dict | None = None,
+              gbnf: str | None = None, min_tokens: int = 0) -> tuple[str, dict]:
+    """One chat completion; returns (answer, {"constraint", "finish_reason", "refused"}).
+
+    Claims mode sends the constraint in the first form the endpoint takes, starting from
+    the form that worked last time for this endpoint; a form it refuses (HTTP 400/422/500/
+    501) moves on to the next one within the same attempt."""
     from openai import APIStatusError, OpenAI
 
     client = OpenAI(base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout, max_retries=cfg.max_retries)
-    kw: dict = {"model": cfg.model, "messages": messages, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+    kw: dict = {"model": cfg.model, "messages": messages, "temperature": cfg.temperature,
+                "max_tokens": max(cfg.max_tokens, min_tokens)}
     if cfg.seed is not None:
         kw["seed"] = cfg.seed
-    if cfg.mode == "claims":
-        formats = [{"type": "json_schema", "json_schema": CLAIMS_SCHEMA}, {"type": "json_object"}, None]
-        for fmt in formats[state.get("format_index", 0):]:
-            try:
-                extra = {"response_format": fmt} if fmt else {}
-                resp = client.chat.completions.create(**kw, **extra)
-                break
-            except APIStatusError as e:  # e.g. llama.cpp answers 500 to json_schema
-                if e.status_code < 400 or fmt is None:
-                    raise
-                state["format_index"] = state.get("format_index", 0) + 1
-    else:
+    if cfg.mode != "claims":
         resp = client.chat.completions.create(**kw)
-    return (resp.choices[0].message.content or "").strip()
+        return (resp.choices[0].message.content or "").strip(), {"finish_reason": resp.choices[0].finish_reason}
+    key = (str(cfg.base_url), str(cfg.model))
+    forms = [cfg.constraint] if cfg.constraint else list(CONSTRAINTS)
+    start = 0 if cfg.constraint else state.setdefault("form", _DETECTED.get(key, 0))
+    refused: list[str] = []
+    for idx in range(start, len(forms)):
+        form = forms[idx]
+        try:
+            resp = client.chat.completions.create(**kw, **_constraint_kwargs(form, schema, gbnf))
+        except APIStatusError as e:
+            if cfg.constraint or form == "none" or e.status_code not in _REFUSAL_STATUS:
+                raise
+            refused.append(f"{form}: HTTP {e.status_code}")
+            continue
+        if not cfg.constraint:
+            state["form"] = _DETECTED[key] = idx
+        return ((resp.choices[0].message.content or "").strip(),
+                {"constraint": form, "finish_reason": resp.choices[0].finish_reason, "refused": refused})
+    raise RuntimeError("no constraint form left")  # unreachable: "none" either answers or raises
 
 
-def _parse_claims(raw: str) -> list | None:
-    start, end = raw.find("{"), raw.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        obj = json.loads(raw[start:end + 1])
-    except json.JSONDecodeError:
-        return None
-    claims = obj.get("claims") if isinstance(obj, dict) else None
-    return claims if isinstance(claims, list) else None
+def _demote(cfg: LLMConfig, state: dict) -> None:
+    """The endpoint took the form but did not enforce it: start from the next form."""
+    if cfg.constraint:
+        return
+    nxt = min(state.get("form", 0) + 1, len(CONSTRAINTS) - 1)
+    state["form"] = _DETECTED[(str(cfg.base_url), str(cfg.model))] = nxt
 
 
 # ---------------------------------------------------------------- loop
+FINAL_SOURCES = ("model", "template_fallback", "template")
+
+
 @dataclass
 class SummaryResult:
+    """The final text and how it came about.
+
+    `final_source`: "model" (a model-written text the verifier accepted), "template_fallback"
+    (no model attempt passed, or the endpoint could not be reached with fallback allowed),
+    "template" (the template decoder was asked for), or None (no fallback allowed and no
+    attempt passed: `text` is empty and `accepted` False)."""
+
     text: str
     accepted: bool
     attempts: list[dict] = field(default_factory=list)
     fallback_used: bool = False
     decoder: str = "template"
     max_attempts: int = 0
+    final_source: str | None = "template"
+    mode: str | None = None
+    constraint: str | None = None
+    note: str | None = None
+
+    @property
+    def model_attempts(self) -> list[dict]:
+        return [a for a in self.attempts if a.get("source") == "llm"]
+
+    @property
+    def attempts_used(self) -> int:
+        return len(self.model_attempts)
+
+    @property
+    def first_attempt_accepted(self) -> bool | None:
+        llm = self.model_attempts
+        return bool(llm[0]["accepted"]) if llm else None
+
+    @property
+    def accepted_on(self) -> int | None:
+        """The model attempt whose text became the summary (1-based), else None."""
+        return self.attempts_used if self.final_source == "model" else None
+
+    def status_line(self) -> str:
+        """One line on where the final text came from."""
+        if self.decoder == "template":
+            return "summary: template decoder (accepted by the verifier)"
+        how = f"{self.mode} mode" + (f", constraint {self.constraint}" if self.constraint else "")
+        if self.final_source == "model":
+            return (f"summary: model-written ({how}), accepted on attempt {self.accepted_on} of {self.max_attempts}"
+                    f"; first attempt {'accepted' if self.first_attempt_accepted else 'rejected'}")
+        if self.final_source == "template_fallback":
+            why = self.note or f"no model attempt accepted in {self.attempts_used} attempt(s)"
+            return f"summary: template fallback ({why}; {how})"
+        return f"summary: none — no model attempt accepted in {self.attempts_used} attempt(s) and no fallback ({how})"
 
     def to_dict(self) -> dict:
-        return {"decoder": self.decoder, "max_attempts": self.max_attempts, "accepted": self.accepted,
-                "fallback_used": self.fallback_used, "final_text": self.text, "attempts": self.attempts}
+        return {"decoder": self.decoder, "mode": self.mode, "constraint": self.constraint,
+                "max_attempts": self.max_attempts, "final_source": self.final_source, "accepted": self.accepted,
+                "attempts_used": self.attempts_used, "first_attempt_accepted": self.first_attempt_accepted,
+                "accepted_on_attempt": self.accepted_on, "fallback_used": self.fallback_used, "note": self.note,
+                "final_text": self.text, "attempts": self.attempts}
 
 
 def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
-              llm: LLMConfig | None = None, dictionary=None) -> SummaryResult:
-    """Verbalize `plan`; the LLM path retries with feedback, then falls back to the template."""
+              llm: LLMConfig | None = None, dictionary=None, fallback: bool | None = None) -> SummaryResult:
+    """Verbalize `plan`; the LLM path retries with feedback, then falls back to the template.
+
+    `fallback`: None (default) — the template after `max_attempts` rejections, but an
+    endpoint that cannot be reached raises `EndpointUnreachable`; True — the template in
+    both cases (the result's `note` says why); False — never the template: after the last
+    rejection the result has `final_source` None and `accepted` False, and an unreachable
+    endpoint raises."""
     if decoder not in ("template", "llm"):
         raise BadInput(f"unknown decoder {decoder!r} (template|llm)")
     if not 0 <= int(max_attempts) <= MAX_ATTEMPTS_LIMIT:
@@ -239,60 +443,103 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
         text = template_summary(view)
         verdict = verify(text, view, dictionary)
         rec = {"attempt": 1, "source": "template", "text": text, **verdict.to_dict(), "feedback": None}
-        return SummaryResult(text, verdict.accepted, [rec], False, "template", int(max_attempts))
+        return SummaryResult(text, verdict.accepted, [rec], False, "template", int(max_attempts), "template")
+    from dpspin_sql.extras import require
+
+    require("openai")   # the llm extra; else a transport error would silently fall back to the template
     cfg = (llm or LLMConfig()).resolved()
     if not cfg.base_url:
         raise BadInput("the llm decoder needs a base URL (--base-url or DPSPIN_LLM_BASE_URL / OPENAI_BASE_URL)")
+    if cfg.mode not in ("text", "claims"):
+        raise BadInput(f"unknown mode {cfg.mode!r} (text|claims)")
+    if cfg.constraint is not None and cfg.constraint not in CONSTRAINTS:
+        raise BadInput(f"unknown constraint {cfg.constraint!r} ({'|'.join(CONSTRAINTS)})")
+    from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+    from dpspin_sql import claims as cl
+    from dpspin_sql.verify import Violation
+
     attempts: list[dict] = []
     history: list[str] = []
     state: dict = {}
-    for r in range(1, int(max_attempts) + 1):
-        messages = build_messages(view, cfg.mode, history)
+    items = cl.menu(view) if cfg.mode == "claims" else []
+    dropped: set = set()
+    reached, note, constraint = False, None, None
+    rounds = int(max_attempts)
+    if cfg.mode == "claims" and not items:
+        rounds, note = 0, "the plan admits no themes, so there is nothing for the model to choose"
+    for r in range(1, rounds + 1):
+        allowed = [c for c in items if c not in dropped] or items
+        messages = build_messages(view, cfg.mode, history, allowed if cfg.mode == "claims" else None)
         rec: dict = {"attempt": r, "source": "llm", "mode": cfg.mode, "model": cfg.model,
                      "feedback_in": history[-1] if history else None, "messages": messages}
+        blame: list = []
         try:
-            raw = _call_llm(cfg, messages, state)
-            rec["raw"] = raw
             if cfg.mode == "claims":
-                claims = _parse_claims(raw)
-                rec["claims"] = claims
-                if claims is None:
-                    text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
-                    verdict = Verdict(False, [*_malformed(raw), *verdict.violations])
-                else:
-                    text, verdict = verify_claims(claims, view, dictionary, require_theme=True)
+                raw, meta = _call_llm(cfg, messages, state, cl.claims_schema(allowed), cl.claims_gbnf(allowed),
+                                      cl.token_budget(allowed))
+            else:
+                raw, meta = _call_llm(cfg, messages, state)
+            reached = True
+            rec["raw"] = raw
+            rec.update(meta)
+            constraint = meta.get("constraint")
+            if cfg.mode == "claims":
+                chosen, structural, conforms = cl.read_claims(cl.parse(raw), allowed)
+                rec["claims"] = [c.as_json() for c in chosen]
+                rec["constraint_enforced"] = conforms
+                if not conforms and meta["constraint"] in _ENFORCING and meta.get("finish_reason") != "length":
+                    _demote(cfg, state)
+                text, spans = cl.render(chosen, view)
+                checked = verify(text, view, dictionary, require_theme=True)  # never trust the renderer
+                verdict = Verdict(not structural and checked.accepted, [*structural, *checked.violations])
+                blame = sorted(cl.blamed(checked.violations, text, spans), key=cl.describe)
             else:
                 text, verdict = raw, verify(raw, view, dictionary, require_theme=True)
-        except Exception as e:  # transport errors count as a rejected attempt
-            from dpspin_sql.verify import Violation
+        except APIConnectionError as e:  # no answer; unreachable unless it connected and was too slow
+            slow = isinstance(e, APITimeoutError) and "connect" not in type(e.__cause__).__name__.lower()
+            msg = f"cannot reach the LLM endpoint {cfg.base_url} ({type(e).__name__}: {e})"
+            if not reached and not slow:
+                if fallback is not True:
+                    raise EndpointUnreachable(msg) from None
+                rec.update({"text": "", "accepted": False,
+                            "violations": [Violation("decoder_error", "", msg[:300]).to_dict()], "feedback": None})
+                attempts.append(rec)
+                note = msg
+                break
+            text, verdict = "", Verdict(False, [Violation("decoder_error", "", msg[:300])])
+        except APIStatusError as e:
+            reached = True
+            text, verdict = "", Verdict(False, [Violation("decoder_error", "", f"{type(e).__name__}: {e}"[:300])])
+        except Exception as e:  # any other failure counts as a rejected attempt
             text, verdict = "", Verdict(False, [Violation("decoder_error", "", f"{type(e).__name__}: {e}"[:300])])
         rec.update({"text": text, **verdict.to_dict()})
         if verdict.accepted:
             rec["feedback"] = None
             attempts.append(rec)
-            return SummaryResult(text, True, attempts, False, "llm", int(max_attempts))
-        fb = build_feedback(verdict, view)
+            return SummaryResult(text, True, attempts, False, "llm", int(max_attempts), "model", cfg.mode, constraint)
+        if cfg.mode == "claims":
+            dropped.update(blame)
+            rec["dropped_from_menu"] = [c.as_json() for c in blame]
+        fb = build_feedback(verdict, view, blame if cfg.mode == "claims" else None)
         rec["feedback"] = fb
         history.append(fb)
         attempts.append(rec)
+    if fallback is False:
+        return SummaryResult("", False, attempts, False, "llm", int(max_attempts), None, cfg.mode, constraint, note)
     text = template_summary(view)
     verdict = verify(text, view, dictionary)
     attempts.append({"attempt": "fallback", "source": "template", "text": text, **verdict.to_dict(), "feedback": None})
-    return SummaryResult(text, verdict.accepted, attempts, True, "llm", int(max_attempts))
-
-
-def _malformed(raw: str):
-    from dpspin_sql.verify import Violation
-    return [Violation("malformed_output", raw[:80], 'the answer is not a JSON object with a "claims" list')]
+    return SummaryResult(text, verdict.accepted, attempts, True, "llm", int(max_attempts), "template_fallback",
+                         cfg.mode, constraint, note)
 
 
 def write_summary(result: SummaryResult, out: str | Path | None, attempts_out: str | Path | None) -> None:
-    """summary.txt gets the final text; verifier_attempts.json every attempt and verdict."""
+    """summary.txt gets the final text (none when no text passed); verifier_attempts.json
+    every attempt and verdict, and where the final text came from."""
     from dpspin_sql.outputs import write_text_atomic  # checks the directory, writes via rename
 
     if attempts_out:
         write_text_atomic(attempts_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-    if out:
+    if out and result.accepted and result.final_source is not None:
         write_text_atomic(out, result.text.rstrip("\n"))
-
-

@@ -5,7 +5,8 @@ release's noise still comes from OpenDP). A few hundred users, a heavy tail of u
 many tickets, a public taxonomy of 30 atoms. Users are split into an auxiliary and a
 target side, a scorer is fitted on the auxiliary side, and a user-level Gaussian plan is
 released, verbalized by the template decoder, checked by the verifier and printed with
-the budget left.
+the budget left. It ends by writing a release card (`dpspin card`): beside the store when
+one is given, else in a new temporary directory that is kept, and says where.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 from rich.console import Console
 
 TAXONOMY = [
@@ -52,8 +52,9 @@ OPENERS = ["Hi team,", "Hello,", "Not happy:", "Quick question.", "Third time wr
 CLOSERS = ["Please help.", "Thanks.", "Fix this soon.", "Any update?", "", "Regards."]
 
 
-def synthetic_corpus(seed: int = 7, n_users: int = 400) -> pa.Table:
-    """Tickets whose text mentions the words of 1–2 themes a user cares about."""
+def synthetic_corpus(seed: int = 7, n_users: int = 400) -> dict[str, list[str]]:
+    """Tickets whose text mentions the words of 1–2 themes a user cares about (columns
+    record_id, user_id, text as lists)."""
     rng = np.random.default_rng(seed)  # synthetic data only, never released noise
     popularity = rng.dirichlet(np.full(len(TAXONOMY), 0.6))
     ids, users, texts = [], [], []
@@ -66,11 +67,20 @@ def synthetic_corpus(seed: int = 7, n_users: int = 400) -> pa.Table:
             texts.append(f"{rng.choice(OPENERS)} {words} {rng.choice(CLOSERS)}".strip())
             ids.append(f"t{len(ids):06d}")
             users.append(f"u{u:04d}")
-    return pa.table({"record_id": ids, "user_id": users, "text": texts})
+    return {"record_id": ids, "user_id": users, "text": texts}
 
 
-def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0):
-    """Build the demo store, release a user-level plan, print it; returns the plan."""
+def corpus_relation(con, seed: int = 7, n_users: int = 400, *, name: str = "synthetic_corpus"):
+    """The synthetic corpus as a DuckDB relation on `con` (a registered view `name`)."""
+    corpus = synthetic_corpus(seed, n_users)
+    con.register(name, {col: np.array(values, dtype=object) for col, values in corpus.items()})
+    return con.table(name)
+
+
+def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None, epsilon: float = 1.0,
+        card: Path | None = None):
+    """Build the demo store, release a user-level plan, print it, write its release card
+    (to `card`, default: beside the store, or a kept temporary directory); returns the plan."""
     from dpspin_sql import assign, atoms, ledger, split, store
     from dpspin_sql.release import release
     from dpspin_sql.report import plan_table
@@ -88,21 +98,22 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
             raise BadInput(f"--db {db} already exists; the demo builds a new store (give a new path)")
         con = store.connect(db, create=True)
         ledger.set_budget(con, epsilon_total := 2.0 * epsilon, 1e-5)
+        rel = corpus_relation(con, seed)
         corpus = synthetic_corpus(seed)
-        rel = con.from_arrow(corpus)
         store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text", relation=rel)
         rep = split.split(con, unit="user", aux_fraction=0.3, seed=seed)
         atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file",
                       manifest={"source": "dpspin demo taxonomy"})
         report = assign.assign(con, scorer="similarity", K=3)
-        console.print(f"synthetic corpus: {corpus.num_rows} tickets from {len(set(corpus['user_id'].to_pylist()))} "
+        console.print(f"synthetic corpus: {len(corpus['record_id'])} tickets from {len(set(corpus['user_id']))} "
                       f"users; {rep.aux_records} auxiliary / {rep.target_records} target records; "
                       f"{report.scorer} scorer assigned {report.n_assigned} records "
                       f"({report.n_unassigned} matched no atom)")
         request = ReleaseRequest(mechanism="gaussian", epsilon=epsilon, delta=1e-6, unit="user", B=1.0, K=3, L=10)
         out = Path(db).with_name("private_plan.json")
-        for stale in (out, out.with_name("private_plan.dictionary.json")):
-            stale.unlink(missing_ok=True)   # the demo's own previous plan
+        summary_path, attempts_path = out.with_name("summary.txt"), out.with_name("verifier_attempts.json")
+        for stale in (out, out.with_name("private_plan.dictionary.json"), summary_path, attempts_path):
+            stale.unlink(missing_ok=True)   # the demo's own previous outputs
         plan = release(con, request, out=out)
         console.print(plan_table(plan))
         from dpspin_sql.decode import summarize
@@ -111,13 +122,31 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
                             dictionary=[{"atom_id": a.atom_id, "label": a.label} for a in atoms.current_atoms(con)])
         verdict = "accepted by the verifier" if summary.accepted else "REJECTED by the verifier"
         console.print(f"[bold]summary[/bold] ({verdict}):", summary.text, sep="\n", highlight=False)
+        from dpspin_sql.decode import write_summary
+
+        write_summary(summary, summary_path, attempts_path)
         st = ledger.status(con)
         console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {epsilon_total:g}, "
                       f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
         if tmp is None:
             console.print(f"store {db}; plan {out}")
         con.close()
+        card_path = _write_card(db, out, summary_path, attempts_path, card, keep_beside=tmp is None)
+        console.print(f"release card (open it in a browser): {card_path}", highlight=False)
         return plan
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _write_card(db: Path, plan_path: Path, summary_path: Path, attempts_path: Path, card: Path | None,
+                keep_beside: bool) -> Path:
+    """The demo release's card, with the ledger history, the summary and its attempts."""
+    from dpspin_sql.card import gather, write_card
+    from dpspin_sql.outputs import Outputs
+
+    if card is None:
+        card = (Path(db).with_name("release_card.html") if keep_beside
+                else Path(tempfile.mkdtemp(prefix="dpspin-demo-card-")) / "release_card.html")
+    Outputs(inputs=[plan_path, summary_path, attempts_path], store=db).add(card, "--card")
+    return write_card(gather(plan_path, db=db, summary=summary_path, attempts=attempts_path), card)

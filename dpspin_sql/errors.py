@@ -1,4 +1,4 @@
-"""Two kinds of failure, because scripts branch on them (SPEC §9 exit codes).
+"""Two kinds of failure, because scripts branch on them (docs/DESIGN.md §8 exit codes).
 
 `BadInput` is the user's mistake (exit 2); `Refusal` is the tool declining on privacy
 grounds — an over-budget release, an unsafe SQL statement, a rejected summary (exit 1).

@@ -25,7 +25,8 @@ def aux_rows(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str | None
 
 
 def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centroid: bool = True,
-        min_df: int = 2, max_features: int = 50_000, C: float = 10.0) -> scorers.Scorer:
+        min_df: int = 2, max_features: int = 50_000, C: float = 10.0, renormalise: bool = True) -> scorers.Scorer:
+    """Fit a TF-IDF scorer; `renormalise` (saved with it) scales each record's kept scores to sum 1."""
     texts, metadata = aux_rows(con)
     if not texts:
         raise BadInput(f"the {scorer} scorer is fitted on the auxiliary split, which is empty: "
@@ -41,20 +42,22 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centr
     vocab, idf = scorers.vocabulary_of(vec), vec.idf_
     ids = [a.atom_id for a in atoms]
     if scorer == "similarity":
-        A = normalize(vec.transform(atom_texts))
+        A = normalize(scorers.fast_transform(vec, atom_texts))
         if centroid:
             members = aux_membership(texts, metadata, atoms, manifest)
             if members is not None:
-                A = normalize(A + centroids(vec.transform(texts), members, len(atoms)))
-        return scorers.SimilarityScorer(ids, vocab, idf, A, ngrams)
+                A = normalize(A + centroids(scorers.fast_transform(vec, texts), members, len(atoms)))
+        return scorers.SimilarityScorer(ids, vocab, idf, A, ngrams, renormalise=renormalise)
     labels = aux_labels(metadata, atoms, manifest)
     if labels is None:
         raise BadInput("the supervised scorer needs atoms the auxiliary split carries as a label "
                        "(a metadata dictionary: dpspin atoms build --builder metadata); use --scorer similarity")
-    return _fit_classifier(vec.transform(texts), labels, ids, vocab, idf, C)
+    coef, intercept, classes = fit_classifier(scorers.fast_transform(vec, texts), labels, C)
+    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes, renormalise=renormalise)
 
 
-def _fit_classifier(X, labels: np.ndarray, ids, vocab, idf, C: float) -> scorers.SupervisedScorer:
+def fit_classifier(X, labels: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Multinomial logistic regression on aux features: (coef C × d, intercept C, class atom ids)."""
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
 
@@ -69,7 +72,7 @@ def _fit_classifier(X, labels: np.ndarray, ids, vocab, idf, C: float) -> scorers
         coef, intercept = clf.coef_, clf.intercept_
         if len(classes) == 2:   # sklearn's binary form: p(class 1) = sigmoid(w·x + b)
             coef, intercept = np.vstack([np.zeros_like(coef[0]), coef[0]]), np.array([0.0, intercept[0]])
-    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes)
+    return coef, intercept, classes
 
 
 def aux_labels(metadata: list[str | None], atoms: list[Atom], manifest: dict) -> np.ndarray | None:

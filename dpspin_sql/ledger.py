@@ -36,7 +36,7 @@ import duckdb
 
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
-from dpspin_sql.store import first_row, lock_timeout, transaction
+from dpspin_sql.db import first_row, lock_timeout, transaction
 
 DEFAULT_DATASET = "default"
 DEFAULT_EPSILON_BUDGET = 1.0
@@ -77,20 +77,21 @@ class Charge:
     row_hash: str
 
 
-def set_budget(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float,
+def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total: float,
                dataset: str = DEFAULT_DATASET) -> None:
     """Set the total. It may be raised or lowered, but never below what is already spent."""
-    if not (_finite(epsilon) and epsilon > 0):
-        raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon!r}")
-    if not (_finite(delta) and 0 <= delta < 1):
-        raise BadInput(f"--delta-budget must lie in [0, 1), not {delta!r}")
+    if not (_finite(epsilon_total) and epsilon_total > 0):
+        raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
+    if not (_finite(delta_total) and 0 <= delta_total < 1):
+        raise BadInput(f"--delta-budget must lie in [0, 1), not {delta_total!r}")
 
     def attempt() -> None:
         with transaction(con):
             spent_eps, spent_delta = _spent(con, dataset)
-            if epsilon < spent_eps or delta < spent_delta:
+            if epsilon_total < spent_eps or delta_total < spent_delta:
                 raise BadInput(f"cannot set the budget below what is already spent (ε {spent_eps:g}, δ {spent_delta:g})")
-            con.execute(queries.load("ledger_set_budget"), {"dataset": dataset, "eps": epsilon, "delta": delta})
+            con.execute(queries.load("ledger_set_budget"),
+                        {"dataset": dataset, "eps": epsilon_total, "delta": delta_total})
 
     _with_retry(attempt)
 
@@ -122,11 +123,13 @@ def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset:
     _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
 
 
-def charge(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, *, mechanism: str, params: dict,
-           measurements: list[dict], plan_path: str | None, dataset: str = DEFAULT_DATASET) -> Charge:
-    """Record a release's cost, or refuse it. Runs before the plan exists."""
-    if not (_finite(epsilon) and epsilon >= 0 and _finite(delta) and delta >= 0):
-        raise BadInput(f"invalid release cost ({epsilon!r}, {delta!r})")
+def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: float, *, mechanism: str,
+           params: dict, measurements: list[dict], plan_path: str | None, dataset: str = DEFAULT_DATASET) -> Charge:
+    """Record a release's cost (what its measurements' maps say), or refuse it. Runs before
+    the plan exists."""
+    if not (_finite(cost_epsilon) and cost_epsilon >= 0 and _finite(cost_delta) and cost_delta >= 0):
+        raise BadInput(f"invalid release cost ({cost_epsilon!r}, {cost_delta!r})")
+    epsilon, delta = float(cost_epsilon), float(cost_delta)
     release_id = uuid.uuid4().hex[:16]
     params_text, measurements_text = json.dumps(params), json.dumps(measurements)
 

@@ -9,6 +9,8 @@ document support, and a ranking by support with ties broken by the label.
 """
 from __future__ import annotations
 
+import functools
+import gzip
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ import duckdb
 import yaml
 
 from dpspin_sql import queries
-from dpspin_sql.atoms import Atom, _check_m, aux_count
+from dpspin_sql.atoms import Atom, aux_count, check_m
 from dpspin_sql.errors import BadInput
 from dpspin_sql.scorers import STOP_WORDS
 
@@ -41,6 +43,7 @@ class Profile:
     min_word_length: int = 3
     merge_word_order: bool = True
     merge_plurals: bool = True
+    pos_filter: bool = True
     lists: dict[str, frozenset] = field(default_factory=dict)
     maps: dict[str, dict[str, str]] = field(default_factory=dict)
     source: str = ""
@@ -51,7 +54,7 @@ class Profile:
     def as_dict(self) -> dict:
         return {"name": self.name, "source": self.source, "min_support": self.min_support,
                 "min_word_length": self.min_word_length, "merge_word_order": self.merge_word_order,
-                "merge_plurals": self.merge_plurals,
+                "merge_plurals": self.merge_plurals, "pos_filter": self.pos_filter,
                 **{k: sorted(v) for k, v in self.lists.items()}, **{k: dict(sorted(v.items())) for k, v in self.maps.items()}}
 
 
@@ -106,13 +109,14 @@ def _merge(parent: dict, child: dict) -> dict:
             out[key] = {**(parent.get(key) or {}), **value}
         else:
             out[key] = value
-    out["extends"] = None
+    out["extends"] = parent.get("extends")   # the parent's own parent is merged next (a chain of extends)
     return out
 
 
 def _resolve(raw: dict, source: str) -> Profile:
     unknown = set(raw) - set(PROFILE_LISTS) - set(PROFILE_MAPS) - {
-        "name", "description", "extends", "min_support", "min_word_length", "merge_word_order", "merge_plurals"}
+        "name", "description", "extends", "min_support", "min_word_length", "merge_word_order", "merge_plurals",
+        "pos_filter"}
     if unknown:
         raise BadInput(f"profile {source}: unknown rule(s) {', '.join(sorted(unknown))}")
     lists = {}
@@ -135,7 +139,8 @@ def _resolve(raw: dict, source: str) -> Profile:
         return Profile(name=str(raw.get("name") or Path(source).stem), min_support=int(raw.get("min_support", 25)),
                        min_word_length=int(raw.get("min_word_length", 3)),
                        merge_word_order=bool(raw.get("merge_word_order", True)),
-                       merge_plurals=bool(raw.get("merge_plurals", True)), lists=lists, maps=maps, source=source)
+                       merge_plurals=bool(raw.get("merge_plurals", True)),
+                       pos_filter=bool(raw.get("pos_filter", True)), lists=lists, maps=maps, source=source)
     except (TypeError, ValueError):
         raise BadInput(f"profile {source}: min_support and min_word_length must be integers") from None
 
@@ -179,7 +184,7 @@ def doc_words_and_bigrams(text: str, profile: Profile) -> tuple[set[str], set[tu
 
 # -- canonicalisation, filters, merging ---------------------------------------------------
 
-REASONS = ("ill_formed", "generic", "sentiment_only", "off_domain")
+REASONS = ("ill_formed", "generic", "sentiment_only", "off_domain", "not_noun_phrase")
 
 
 def canonical_words(pair: tuple[str, str], profile: Profile, plural_of: dict[str, str]) -> str:
@@ -255,13 +260,144 @@ def theme_map(raw_df: Counter, word_df: Counter, profile: Profile) -> tuple[dict
     return final, removed
 
 
+# -- noun phrases: a public POS lexicon and the phrase's use in the aux split ---------------
+#
+# A theme label is a noun phrase: an adjective or noun (or an attributive participle)
+# followed by a noun head. The lexicon (profiles/en_pos_lexicon.txt.gz, Brill's tagger
+# lexicon: each word form's most frequent Penn tag; bench/build_pos_lexicon.py) gives the
+# word classes; the auxiliary split resolves a head that can be a noun or a verb.
+
+_CLASS = {"NN": "N", "NNS": "N", "JJ": "A", "JJR": "A", "JJS": "A", "VB": "V", "VBP": "V", "VBZ": "V", "MD": "V",
+          "VBD": "P", "VBN": "P", "VBG": "P", "RB": "R", "RBR": "R", "RBS": "R", "WRB": "R"}
+CLAUSE_SHARE = 0.5      # a head followed by a predicate complement this often is a verb
+
+
+@functools.cache
+def pos_lexicon() -> dict[str, str]:
+    """word form → its most frequent Penn tag (lowercase forms; package data)."""
+    with gzip.open(files("dpspin_sql.profiles").joinpath("en_pos_lexicon.txt.gz").open("rb"), "rt",
+                   encoding="utf-8") as fh:
+        return dict(line.rstrip("\n").split("\t", 1) for line in fh if not line.startswith("#"))
+
+
+def word_class(word: str, lex: dict[str, str]) -> str | None:
+    """N (noun), A (adjective), V (finite/base verb, modal), P (participle/gerund), R (adverb),
+    F (function word); None when the lexicon does not know the word (a domain word)."""
+    tag = lex.get(word)
+    return None if tag is None else _CLASS.get(tag, "F")
+
+
+def noun_capable(word: str, lex: dict[str, str], plural_seen: bool = False) -> bool:
+    """The word can head a noun phrase: a noun, a gerund, a word the lexicon does not know,
+    a verb-tagged word whose plural the lexicon lists as a plural noun ('polish' →
+    'polishes'), or an adjective-tagged word used in the plural in the aux split with the
+    same modifier ('lunch specials', 'hash browns'; never 'taste goods')."""
+    tag = lex.get(word)
+    cls = _CLASS.get(tag, "F") if tag is not None else None
+    if cls is None or cls == "N" or tag == "VBG":
+        return True
+    if cls == "V":
+        return any(lex.get(word + suffix) == "NNS" for suffix in ("s", "es"))
+    return cls == "A" and plural_seen
+
+
+def verb_capable(word: str, lex: dict[str, str]) -> bool:
+    """The word can be a verb: a verb tag itself, or a verb-tagged inflection ('orders' →
+    'ordered', 'taste' → 'tasted')."""
+    if _CLASS.get(lex.get(word, ""), "") in ("V", "P"):
+        return True
+    forms = (word + "s", word + "es", word + "ed", word + "d", word + "ing", word[:-1] + "ing" if word.endswith("e") else "",
+             word + word[-1:] + "ed")
+    return any(lex.get(f) in ("VBZ", "VBD", "VBN") for f in forms if f)
+
+
+def phrase_usage(text: str, profile: Profile, lex: dict[str, str]) -> tuple[Counter, Counter]:
+    """Per candidate bigram in one text: occurrences, and occurrences followed by a predicate
+    complement (an adjective, an adverb or 'like': 'my hair looks great', 'feels like')."""
+    stop = STOP_WORDS | profile.words("stop_words")
+    keep = profile.words("keep_words")
+    seen, clause = Counter(), Counter()
+    for words in sentences(text):
+        for i in range(len(words) - 1):
+            a, b = words[i], words[i + 1]
+            if a and b and (a not in stop or a in keep) and (b not in stop or b in keep):
+                seen[(a, b)] += 1
+                nxt = words[i + 2] if i + 2 < len(words) else None
+                if nxt and (nxt == "like" or word_class(nxt, lex) in ("A", "R")):
+                    clause[(a, b)] += 1
+    return seen, clause
+
+
+def profile_themes(profile: Profile) -> frozenset:
+    """Labels the profile itself names as themes: keep_phrases and the targets of its
+    phrase_map and merge rules (deliberate canonical forms, exempt from the POS rule)."""
+    return (profile.words("keep_phrases") | frozenset(profile.maps.get("phrase_map", {}).values())
+            | frozenset(profile.maps.get("merge", {}).values()))
+
+
+def noun_phrase_reason(label: str, profile: Profile, lex: dict[str, str], clause_share: float | None,
+                       head_plural_seen: bool = False) -> str | None:
+    """Why a final label is not a noun phrase naming a theme (None: it is one).
+
+    1. the modifier is a function word, an -ly adverb or a verb that cannot be a noun;
+    2. the head cannot be a noun ('taste good', 'feel soft', 'bit pricey'; noun_capable);
+    3. after a noun modifier, a head that can be a verb is one when the phrase is mostly
+       followed by a predicate complement in the aux split ('hair look' ← 'my hair looks
+       great', 'skin feel' ← 'skin feels soft'): subject + verb, not a theme;
+    4. after a noun modifier, a head that is generic review vocabulary (the profile's
+       weak_words: order, place, time, product, ...) names the reviewing, not a theme
+       ('pizza place'; 'drink order' ← 'took our drink order').
+    The profile's own theme labels are exempt (profile_themes).
+    """
+    if label in profile_themes(profile):
+        return None
+    words = label.split()
+    if len(words) != 2:
+        return None
+    w1, w2 = words
+    c1 = word_class(w1, lex)
+    if c1 == "F" or (c1 == "R" and w1.endswith("ly")) or (c1 == "V" and not noun_capable(w1, lex)):
+        return "the modifier is not an adjective or noun"
+    if not noun_capable(w2, lex, head_plural_seen):
+        return "the head is not a noun"
+    adjectival = c1 in ("A", "P")
+    if not adjectival and verb_capable(w2, lex) and clause_share is not None and clause_share >= CLAUSE_SHARE:
+        return "subject + verb: the head is used as a verb in the auxiliary split"
+    if not adjectival and w2 in profile.words("weak_words"):
+        return "the head is generic review vocabulary"
+    return None
+
+
+def pos_filter(final: dict, profile: Profile, seen: Counter | None, clause: Counter | None) -> tuple[dict, dict]:
+    """Drop raw pairs whose final label is not a noun phrase; returns (kept map, {label: reason})."""
+    if not profile.pos_filter:
+        return final, {}
+    lex = pos_lexicon()
+    by_label: dict[str, list] = {}
+    for pair, label in final.items():
+        by_label.setdefault(label, []).append(pair)
+    dropped = {}
+    for label, pairs in by_label.items():
+        n = sum(seen.get(p, 0) for p in pairs) if seen is not None else 0
+        share = (sum(clause.get(p, 0) for p in pairs) / n) if n else None
+        head = label.split()[-1]
+        plural = any(p[-1] in (head + "s", head + "es") for p in pairs)
+        reason = noun_phrase_reason(label, profile, lex, share, plural)
+        if reason:
+            dropped[label] = reason
+    return {p: lab for p, lab in final.items() if lab not in dropped}, dropped
+
+
 # -- the builder ------------------------------------------------------------------------
 
 def iter_aux_texts(con: duckdb.DuckDBPyConnection, batch: int = 10_000):
-    reader = con.cursor()
+    from dpspin_sql.store import cursor
+
+    reader = cursor(con)
     try:
-        for rb in reader.sql(queries.load("atoms_aux_texts")).to_arrow_reader(batch):
-            yield from rb.column(0).to_pylist()
+        result = reader.execute(queries.load("atoms_aux_texts"))
+        while rows := result.fetchmany(batch):
+            yield from (r[0] for r in rows)
     finally:
         reader.close()
 
@@ -271,7 +407,7 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     """Two-word theme atoms from the aux split; returns (atoms, manifest)."""
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     if m is not None:
-        _check_m(m)
+        check_m(m)
     threshold = prof.min_support if min_support is None else min_support
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise BadInput(f"--min-support must be a positive integer, not {threshold!r}")
@@ -279,14 +415,26 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     if n_aux == 0:
         raise BadInput("the auxiliary split is empty: run dpspin split first, or load public records with --split aux")
     raw_df, word_df = Counter(), Counter()
+    seen, clause = Counter(), Counter()
+    lex = pos_lexicon() if prof.pos_filter else None
     for text in iter_aux_texts(con):
         words, bigrams = doc_words_and_bigrams(text, prof)
         raw_df.update(bigrams)
         word_df.update(words)
+        if lex is not None:
+            s_, c_ = phrase_usage(text, prof, lex)
+            seen.update(s_)
+            clause.update(c_)
     final, removed = theme_map(raw_df, word_df, prof)
+    before = final
+    final, not_noun = pos_filter(final, prof, seen, clause)
+    removed["not_noun_phrase"] = len(before) - len(final)   # raw bigrams, like the other reasons
     support: Counter = Counter()
+    dropped_support: Counter = Counter()
     for text in iter_aux_texts(con):
-        support.update({final[p] for p in raw_bigrams(text, prof) if p in final})
+        labels = {before[p] for p in raw_bigrams(text, prof) if p in before}
+        support.update(lab for lab in labels if lab not in not_noun)
+        dropped_support.update(lab for lab in labels if lab in not_noun)
     ranked = sorted(support.items(), key=lambda kv: (-kv[1], kv[0]))
     above = [(label, n) for label, n in ranked if n >= threshold]
     kept = above[:m] if m is not None else above
@@ -323,6 +471,10 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
             "final_m": len(atoms),
         },
         "atoms": entries,
+        # labels the noun-phrase rule dropped that would otherwise have reached the threshold
+        "not_noun_phrases": [{"label": lab, "aux_support": float(n), "reason": not_noun[lab]}
+                             for lab, n in sorted(dropped_support.items(), key=lambda kv: (-kv[1], kv[0]))
+                             if n >= threshold],
     }
     return atoms, manifest
 

@@ -156,7 +156,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
     plan_atoms = []
     for rank, (pos, value) in enumerate(zip(noisy.admitted, noisy.noisy_mass), start=1):
         atom = atoms[pos]
-        display = max(float(value), 0.0)
+        display = max(float(value), 0.0) + 0.0   # + 0.0: never a negative zero
         support = display / denominator if denominator else None
         interval = [float(value) - half, float(value) + half]
         support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]

@@ -43,8 +43,17 @@ def release(con: duckdb.DuckDBPyConnection, request: ReleaseRequest, engine: Eng
     checked set of outputs, when the caller has other files to protect too (its inputs,
     `--force`). `extra_params` are recorded in the ledger entry (e.g. the SQL statement).
     `mechanism` reuses a calibration already built for this request (experiments build
-    one per grid cell); `observe` is passed to `Mechanism.apply`.
+    one per grid cell); `observe` is passed to `Mechanism.apply`. `con` is a store
+    connection, or a DuckDB connection that `dpspin_sql.install` gave a store.
     """
+    from dpspin_sql.embed import resolve
+
+    with resolve(con) as con:
+        return _release(con, request, engine, out=out, outputs=outputs, dataset=dataset, extra_params=extra_params,
+                        mechanism=mechanism, observe=observe)
+
+
+def _release(con, request, engine, *, out, outputs, dataset, extra_params, mechanism, observe) -> Plan:
     engine = engine or DuckDBEngine()
     atoms = current_atoms(con)
     if not atoms:

@@ -1,10 +1,19 @@
-"""Rich tables for people at a terminal: a plan and a budget. Presentation only."""
+"""Rich tables for people at a terminal: a plan and a budget. Presentation only.
+
+The plan table says what its columns mean (docs/PLAN.md): the noisy mass with its
+accuracy interval, the bin rule (rank cut-offs or support thresholds, not counts), and
+the comparison margin.
+"""
 from __future__ import annotations
 
 from rich.table import Table
 
 from dpspin_sql.ledger import BudgetStatus
-from dpspin_sql.plan import Plan
+from dpspin_sql.plan import Plan, bin_rule
+
+
+def _conf(plan: Plan) -> str:
+    return f"{plan.interval_confidence * 100:g}%" if plan.interval_confidence else ""
 
 
 def plan_table(plan: Plan) -> Table:
@@ -12,16 +21,29 @@ def plan_table(plan: Plan) -> Table:
     title = (f"DP plan · {plan.mechanism} · ε={eps:.4g}" + (f", δ={plan.delta:.2g}" if plan.delta else "")
              + f" · {plan.unit} level ({plan.adjacency}" + (f", B={plan.B:g}" if plan.unit == "user" else "")
              + f") · top {plan.L} of m={plan.m}")
-    table = Table(title=title, caption=f"noise scale {plan.noise_scale:.3g} · comparison margin "
-                                       f"{plan.comparison_margin:.3g} · dictionary {plan.dictionary[:19]}…")
+    has_interval = any(a.interval for a in plan.atoms)
+    per_user = f", each user at most B={plan.B:g} in all" if plan.unit == "user" else ""
+    caption = [f"mass: the atom's total weight (each record gives at most 1, split over ≤ K={plan.K} atoms"
+               f"{per_user}), plus noise"]
+    if has_interval:
+        caption.append(f"interval: noisy mass ± {plan.interval_half_width:.3g}; the {len(plan.atoms)} intervals "
+                       f"hold together with {_conf(plan)} confidence")
+    caption.append("bin: " + (plan.bin_rule or bin_rule(plan.bins, plan.bin_basis)))
+    caption.append(f"'a more common than b' needs a gap ≥ {plan.comparison_margin:.3g} (comparison margin)")
+    caption.append(f"noise scale {plan.noise_scale:.3g} · dictionary {plan.dictionary[:19]}…")
+    table = Table(title=title, caption="\n".join(caption), caption_justify="left")
     table.add_column("rank", justify="right")
     table.add_column("atom")
     table.add_column("noisy mass", justify="right")
+    if has_interval:
+        table.add_column(f"{_conf(plan)} interval", justify="right")
     if plan.public_denominator:
         table.add_column("support", justify="right")
     table.add_column("bin")
     for a in plan.atoms:
         row = [str(a.rank), a.label, f"{a.noisy_mass:.1f}"]
+        if has_interval:
+            row.append(f"{a.interval[0]:.1f} to {a.interval[1]:.1f}" if a.interval else "")
         if plan.public_denominator:
             row.append(f"{a.support:.1%}")
         row.append(a.bin)

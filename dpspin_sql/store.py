@@ -20,21 +20,13 @@ from typing import Iterator
 import duckdb
 
 from dpspin_sql import queries
+from dpspin_sql.db import first_row, lock_timeout, transaction
 from dpspin_sql.errors import BadInput, StoreBusy
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
 _OPEN: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
 SPLITS = ("aux", "target")
 _SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
-
-
-def lock_timeout() -> float:
-    """Seconds a command waits for a store another process holds, or for the ledger
-    (DPSPIN_LOCK_TIMEOUT, default 60); then it refuses with "store busy" (exit 1)."""
-    try:
-        return max(float(os.environ.get("DPSPIN_LOCK_TIMEOUT", "60")), 0.0)
-    except ValueError:
-        return 60.0
 
 
 def connect(path: str | Path, *, create: bool = False, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -45,25 +37,30 @@ def connect(path: str | Path, *, create: bool = False, read_only: bool = False) 
     When another process holds the file, this waits up to `lock_timeout()` seconds.
     Safe from many threads at once: the schema and macros are set up once per process.
     """
+    path = Path(path)
+    check_store_path(path, create=create)
+    con = _open_waiting(path, read_only)
+    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
+        set_up(con)
+    _OPEN.add(con)
+    return con
+
+
+def check_store_path(path: Path, *, create: bool, option: str = "--db") -> None:
+    """A store path is a DuckDB database or (with `create`) a new file in an existing directory."""
     from dpspin_sql.outputs import is_duckdb_file
 
-    path = Path(path)
     if path.is_dir():
-        raise BadInput(f"--db {path} is a directory, not a dpspin store")
+        raise BadInput(f"{option} {path} is a directory, not a dpspin store")
     if not path.exists():
         if not create:
             raise BadInput(f"no dpspin store at {path} (create it with: dpspin init --db {path})")
         if not path.parent.exists():
-            raise BadInput(f"--db: directory does not exist: {path.parent}")
+            raise BadInput(f"{option}: directory does not exist: {path.parent}")
     elif path.stat().st_size > 0 and not is_duckdb_file(path):
-        raise BadInput(f"--db {path} is not a DuckDB database (a dpspin store); give a store or a new path")
+        raise BadInput(f"{option} {path} is not a DuckDB database (a dpspin store); give a store or a new path")
     elif path.stat().st_size == 0:
-        raise BadInput(f"--db {path} is an empty file, not a DuckDB database; remove it or give a new path")
-    con = _open_waiting(path, read_only)
-    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
-        _set_up(con, path)
-    _OPEN.add(con)
-    return con
+        raise BadInput(f"{option} {path} is an empty file, not a DuckDB database; remove it or give a new path")
 
 
 def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -84,9 +81,10 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
 
 
-def _set_up(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Create or migrate the schema and the macros, unless they are already there (a read-only
-    check, so many connections opening a set-up store write nothing and cannot conflict)."""
+def set_up(con: duckdb.DuckDBPyConnection) -> None:
+    """Create or migrate the schema and the macros in the connection's default database,
+    unless they are already there (a read-only check, so many connections opening a set-up
+    store write nothing and cannot conflict)."""
     from dpspin_sql import ledger, udfs
 
     present = queries.load("schema_present")
@@ -102,11 +100,35 @@ def _set_up(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def path_of(con: duckdb.DuckDBPyConnection) -> Path | None:
-    """The file behind a connection's main database (None when it is in memory)."""
-    for row in con.execute("PRAGMA database_list").fetchall():
-        if row[1] == "main":
-            return Path(row[2]) if row[2] else None
-    return None
+    """The file behind a connection's default database (None when it is in memory); for an
+    embedded session (`dpspin_sql.install`) that is the attached store."""
+    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A second connection on the same database that sees what `con` sees: the same default
+    catalog and search path (so it works on an embedded session too). The caller closes it."""
+    db, search_path = first_row(con.execute("SELECT current_database(), current_setting('search_path')"))
+    cur = con.cursor()
+    cur.execute('USE "' + db.replace('"', '""') + '"')
+    if search_path:
+        cur.execute("SET search_path = ?", [search_path])
+    return cur
+
+
+@contextmanager
+def staged(con: duckdb.DuckDBPyConnection, name: str, columns: dict) -> Iterator[None]:
+    """Register Python columns as the view `name` for one statement's use (no pyarrow:
+    DuckDB scans a dict of NumPy arrays directly). `columns` maps a column name to a list
+    and its NumPy dtype (`object` for text), e.g. {"record_id": (ids, object)}."""
+    import numpy as np
+
+    con.register(name, {col: np.array(values, dtype=dtype) for col, (values, dtype) in columns.items()})
+    try:
+        yield
+    finally:
+        con.unregister(name)
 
 
 def mark_step(con: duckdb.DuckDBPyConnection, step: str) -> None:
@@ -151,18 +173,6 @@ def opened(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
                 leftover.unlink(missing_ok=True)
         raise
     con.close()
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All-or-nothing: a failure inside rolls back and re-raises."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def detect_format(path: Path, fmt: str | None) -> str:
@@ -363,13 +373,6 @@ def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row counts a status line needs (aux and target records, atoms, assignments)."""
     row = first_row(con.execute(queries.load("store_counts")))
     return dict(zip(("aux", "target", "excluded", "users_target", "atoms", "assignments"), row))
-
-
-def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:
-    """The first row of a result, fully fetched: DuckDB refuses register/unregister while
-    a result is only partly read (`fetchone` leaves it open)."""
-    rows = result.fetchall()
-    return rows[0] if rows else None
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -1,9 +1,18 @@
--- Is this store already at the current schema, with the package's macros? (read-only)
-SELECT (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'ledger_head') = 1
-   AND (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'pipeline') = 1
-   AND (SELECT count(*) FROM duckdb_columns() WHERE table_name = 'ledger' AND column_name = 'row_hash') = 1
-   AND (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'users') = 1
-   AND (SELECT count(*) FROM duckdb_columns() WHERE table_name = 'records' AND column_name = 'masses') = 1
-   AND (SELECT count(*) FROM duckdb_views() WHERE schema_name = 'main' AND view_name = 'assignment_rows') = 1
+-- Is this connection's default database already at the current schema, with the
+-- package's macros? (read-only). Scoped to current_database(): another attached
+-- database (a user's, when the store is embedded with dpspin_sql.install) never counts.
+SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'ledger_head') = 1
+   AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'pipeline') = 1
+   AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'ledger' AND column_name = 'row_hash') = 1
+   AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'users') = 1
+   AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'records' AND column_name = 'masses') = 1
+   AND (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()
+        AND schema_name = 'main' AND view_name = 'assignment_rows') = 1
    AND (SELECT count(DISTINCT function_name) FROM duckdb_functions()
-        WHERE function_name IN (SELECT unnest($macros::VARCHAR[]))) = len($macros::VARCHAR[]);
+        WHERE database_name = current_database() AND schema_name = 'main'
+          AND function_name IN (SELECT unnest($macros::VARCHAR[]))) = len($macros::VARCHAR[]);

@@ -17,15 +17,23 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def open_copy(template: Path, tmp_path: Path):
-    """A connection to a fresh copy of a module's template store (tests mutate it freely);
-    use as `yield from open_copy(template, tmp_path)` in a fixture."""
-    import shutil
+# The edit loop is `pytest -m "not slow"` (under a minute); `.ci/run` runs everything. A test
+# is slow when it is marked so, when it starts a real service (Spark, PostgreSQL, a model
+# server, a browser), reads the real corpora, or lives in a module whose point is scale
+# (statistical audits, fuzzing, hypothesis property runs, whole pipelines).
+SLOW_MARKERS = ("spark", "postgres", "llm")
+SLOW_FIXTURES = {"shared_data", "pg_dsn", "spark", "local_llm", "browser"}
+SLOW_MODULES = {
+    "test_dp_audit", "test_interval_coverage", "test_sql_fuzz", "test_sketch_bounds", "test_readme",
+    "test_card_browser", "test_experiment_runner", "test_experiment_cli_probe", "test_experiment_baselines",
+    "test_experiment_judge", "test_embedding_scorer", "test_warehouse", "test_presets",
+}
 
-    from dpspin_sql import store
 
-    path = tmp_path / "store.duckdb"
-    shutil.copy(template, path)
-    con = store.connect(path)
-    yield con
-    con.close()
+def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        if (module in SLOW_MODULES or any(item.get_closest_marker(m) for m in SLOW_MARKERS)
+                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(slow)

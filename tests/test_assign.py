@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpspin_sql import assign, atoms, scorers, split
+from dpspin_sql import assign, atoms, builders, scorers, split
+from dpspin_sql import embedding as embed
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, shared
+from tests.helpers.atoms import cfpb_like, make_store, shared
 
 FIELDS = ["product", "issue", "sub_issue"]
 WORDS = ["skin", "dry", "hair", "fee", "late", "debt", "card", "smell", "pump", "staff", "wait", "food",
@@ -62,7 +63,7 @@ def test_ties_go_to_the_lower_atom_index():
 def fitted_store(tmp_path):
     con = make_store(tmp_path, cfpb_like(12) + cfpb_like(6, split="target", start=5000, canary=CANARY)
                      + [{"record_id": "blank", "text": "nothing relevant here", "split": "target"}])
-    atoms.build(con, "metadata", fields=FIELDS, m=10)
+    builders.build(con, "metadata", fields=FIELDS, m=10)
     return con
 
 
@@ -92,7 +93,13 @@ def test_unscored_records_are_counted(tmp_path):
     assert con.execute("SELECT count(*) FROM assignments WHERE record_id = 'blank'").fetchall()[0][0] == 0
 
 
-@pytest.mark.parametrize("scorer", ["keyword", "similarity", "supervised"])
+NEEDS_MODEL = pytest.mark.skipif(embed.available() is not None,
+                                 reason=f"embedding model not installed: {embed.available()}")
+
+
+@pytest.mark.parametrize("scorer", ["keyword", "similarity", "supervised",
+                                    pytest.param("embedding", marks=NEEDS_MODEL),
+                                    pytest.param("embedding-supervised", marks=NEEDS_MODEL)])
 def test_target_canary_never_reaches_dictionary_or_scorer(tmp_path, scorer):
     con = fitted_store(tmp_path)
     assign.assign(con, scorer, K=3)
@@ -100,7 +107,7 @@ def test_target_canary_never_reaches_dictionary_or_scorer(tmp_path, scorer):
         assert CANARY not in a.label.lower() and CANARY not in a.description.lower()
     assert CANARY not in str(atoms.current_manifest(con))
     fitted = assign.load_scorer(con)
-    vocab = getattr(fitted, "vocabulary", None) or [w for ws in fitted.words for w in ws]
+    vocab = getattr(fitted, "vocabulary", None) or [w for ws in getattr(fitted, "words", []) for w in ws]
     assert not any(CANARY in term for term in vocab)
     assert CANARY.encode() not in con.execute("SELECT scorer FROM dictionary").fetchall()[0][0]
 
@@ -110,7 +117,7 @@ def test_phrase_dictionary_canary(tmp_path):
     rows += [{"record_id": f"t{i}", "split": "target", "text": f"{CANARY} skin {CANARY} smell, dry {CANARY}"}
              for i in range(60)]
     con = make_store(tmp_path, rows)
-    atoms.build(con, "phrases", min_support=5)
+    builders.build(con, "phrases", min_support=5)
     assign.assign(con, "similarity", K=3)
     assert not any(CANARY in a.label or CANARY in a.description for a in atoms.current_atoms(con))
     assert not any(CANARY in t for t in assign.load_scorer(con).vocabulary)
@@ -139,7 +146,7 @@ def test_bad_scorer_and_missing_pieces(tmp_path):
 
 def test_supervised_needs_labelled_atoms(tmp_path):
     con = make_store(tmp_path, [{"record_id": f"a{i}", "split": "aux", "text": "dry skin here"} for i in range(30)])
-    atoms.build(con, "phrases", min_support=5)
+    builders.build(con, "phrases", min_support=5)
     with pytest.raises(BadInput, match="metadata"):
         assign.assign(con, "supervised")
 
@@ -156,7 +163,7 @@ def test_cfpb_supervised_beats_label_similarity(tmp_path):
     con = store.connect(tmp_path / "c.duckdb", create=True)
     presets.load_preset(con, "cfpb", shared("cfpb_complaints", "complaints.jsonl.gz"))
     split.split(con, "record", 0.5, seed=0)
-    _, manifest = atoms.build(con, "metadata", fields=FIELDS, m=50)
+    _, manifest = builders.build(con, "metadata", fields=FIELDS, m=50)
     assert manifest["m"] == 50
     assign.assign(con, "similarity", K=3, centroid=False)
     plain = assign.evaluate(con)

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from dpspin_sql import atoms, phrases, split, store
+from dpspin_sql import atoms, builders, phrases, split, store
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, shared
+from tests.helpers.atoms import cfpb_like, make_store, shared
 
 FIELDS = ["product", "issue", "sub_issue"]
 
@@ -16,7 +16,7 @@ FIELDS = ["product", "issue", "sub_issue"]
 def test_metadata_top_m_ranked_with_manifest(tmp_path):
     con = make_store(tmp_path, cfpb_like(10) + cfpb_like(50, split="target", start=1000))
     out = tmp_path / "manifest.json"
-    dictionary_id, manifest = atoms.build(con, "metadata", fields=FIELDS, m=3, manifest_out=out)
+    dictionary_id, manifest = builders.build(con, "metadata", fields=FIELDS, m=3, manifest_out=out)
     got = atoms.current_atoms(con)
     assert [a.label for a in got] == [
         "Credit reporting / Incorrect information on your report / Information belongs to someone else",
@@ -33,7 +33,7 @@ def test_metadata_top_m_ranked_with_manifest(tmp_path):
 
 def test_metadata_realised_m_when_fewer_exist(tmp_path):
     con = make_store(tmp_path, cfpb_like(4))
-    _, manifest = atoms.build(con, "metadata", fields=FIELDS, m=50)
+    _, manifest = builders.build(con, "metadata", fields=FIELDS, m=50)
     assert manifest["m"] == 4 and manifest["m_requested"] == 50
 
 
@@ -46,14 +46,14 @@ def test_metadata_realised_m_when_fewer_exist(tmp_path):
 def test_metadata_bad_input(tmp_path, kwargs, match):
     con = make_store(tmp_path, cfpb_like(3))
     with pytest.raises(BadInput, match=match):
-        atoms.build(con, "metadata", **kwargs)
+        builders.build(con, "metadata", **kwargs)
 
 
 def test_empty_aux_split_is_bad_input(tmp_path):
     con = make_store(tmp_path, cfpb_like(3, split="target"))
     for builder, kw in (("metadata", dict(fields=FIELDS)), ("phrases", {})):
         with pytest.raises(BadInput, match="auxiliary split is empty"):
-            atoms.build(con, builder, **kw)
+            builders.build(con, builder, **kw)
 
 
 def test_cli_bad_input_exits_2(tmp_path, capsys):
@@ -78,7 +78,7 @@ def review_rows(n: int = 30) -> list[dict]:
 
 def test_phrases_rules(tmp_path):
     con = make_store(tmp_path, review_rows(50))
-    _, manifest = atoms.build(con, "phrases", profile="default", min_support=5)
+    _, manifest = builders.build(con, "phrases", profile="default", min_support=5)
     labels = [a.label for a in atoms.current_atoms(con)]
     assert "waste money" in labels and "wasted money" not in labels           # canonicalised
     assert {"dry skin", "sensitive skin", "skin irritation"} <= set(labels)  # distinct concerns stay distinct
@@ -91,7 +91,7 @@ def test_phrases_rules(tmp_path):
 
 def test_beauty_profile_canonicalises_easy_apply(tmp_path):
     con = make_store(tmp_path, review_rows(50))
-    atoms.build(con, "phrases", profile="beauty", min_support=5)
+    builders.build(con, "phrases", profile="beauty", min_support=5)
     labels = [a.label for a in atoms.current_atoms(con)]
     assert "easy application" in labels and "easy apply" not in labels
 
@@ -100,7 +100,7 @@ def test_restaurant_profile_canonicalises_staff_friendly(tmp_path):
     con = make_store(tmp_path, [{"record_id": f"y{i}", "split": "aux",
                                  "text": "Staff friendly. Long wait though." if i % 2 else "The staff friendly, food good"}
                                 for i in range(40)])
-    atoms.build(con, "phrases", profile="restaurants", min_support=5)
+    builders.build(con, "phrases", profile="restaurants", min_support=5)
     labels = [a.label for a in atoms.current_atoms(con)]
     assert "friendly staff" in labels and "long wait" in labels and "staff friendly" not in labels
 
@@ -109,7 +109,7 @@ def test_user_profile_file_extends_a_builtin(tmp_path):
     custom = tmp_path / "mine.yaml"
     custom.write_text("name: mine\nextends: default\nmin_support: 5\ngeneric_phrases: [dry skin]\n")
     con = make_store(tmp_path, review_rows(50))
-    _, manifest = atoms.build(con, "phrases", profile=str(custom))
+    _, manifest = builders.build(con, "phrases", profile=str(custom))
     labels = [a.label for a in atoms.current_atoms(con)]
     assert "dry skin" not in labels and "sensitive skin" in labels
     assert manifest["profile"] == "mine" and manifest["threshold"] == 5
@@ -147,7 +147,7 @@ def test_phrases_on_real_corpora(tmp_path, preset, reviews, profile):
     con = store.connect(tmp_path / "s.duckdb", create=True)
     presets.load_preset(con, preset, shared(*reviews))
     split.split(con, "user", 0.5, seed=0)
-    _, manifest = atoms.build(con, "phrases", profile=profile)
+    _, manifest = builders.build(con, "phrases", profile=profile)
     got = atoms.current_atoms(con)
     assert manifest["threshold"] == 25 and len(got) >= 5
     check_phrase_manifest(manifest, got)

@@ -1,7 +1,7 @@
-"""The core CLI (SPEC §9): bad input is one line on stderr, exit 2, no traceback and no
+"""The core CLI (docs/DESIGN.md §8): bad input is one line on stderr, exit 2, no traceback and no
 change to the store; `dpspin demo` works; releases work end to end on the real CFPB
 (record level) and Amazon All_Beauty (user level) samples, for every mechanism, with a
-plan of SPEC §4's shape that never names a non-admitted atom."""
+plan of docs/PLAN.md's shape that never names a non-admitted atom."""
 from __future__ import annotations
 
 import csv
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dpspin_sql import assign, store
-from tests.helpers_core import (DATA, SHARED_DATA, SPEC_ATOM_KEYS, SPEC_PLAN_KEYS, assert_one_line_error, cli,
+from tests.helpers.core import (DATA, SHARED_DATA, SPEC_ATOM_KEYS, SPEC_PLAN_KEYS, assert_one_line_error, cli,
                                 new_store, put_records, read_plan, snapshot, synthetic_store)
 
 CFPB = SHARED_DATA / "cfpb_complaints" / "complaints.jsonl.gz"
@@ -227,7 +227,7 @@ def test_demo(capsys):
 # ================================================================================ real data
 
 def check_plan(plan: dict, dictionary: list[dict], *, mechanism, unit, L, m, K=3, epsilon, delta, texts=()):
-    """SPEC §4's shape, and nothing outside the admitted set."""
+    """docs/PLAN.md's shape, and nothing outside the admitted set."""
     assert SPEC_PLAN_KEYS <= set(plan), SPEC_PLAN_KEYS - set(plan)
     assert plan["schema_version"] == "2"
     assert plan["mechanism"] == mechanism and plan["unit"] == unit

@@ -8,7 +8,7 @@ import pytest
 from dpspin_sql.decode import LLMConfig, public_view, summarize, template_summary, write_summary
 from dpspin_sql.verify import verify
 
-from fixtures_llm import ScriptedServer, make_plan
+from tests.helpers.llm import ScriptedServer, make_plan
 
 PLAN = make_plan(11, "phrases", L=5, denominator=True, margin=10.0)
 A1, A2 = PLAN["atoms"][0]["label"], PLAN["atoms"][1]["label"]
@@ -80,23 +80,35 @@ def test_http_error_counts_as_rejected_attempt():
 
 
 def test_claims_mode_falls_back_from_json_schema_to_json_object():
-    claims = {"claims": [{"atom": A1, "rank": 1, "bin": PLAN["atoms"][0]["bin"], "comparison": None,
-                          "text": f"{A1.capitalize()} ranks first."}]}
+    A3 = PLAN["atoms"][2]["label"]
+    claims = {"claims": [{"kind": "top_theme", "theme": A1}, {"kind": "bin", "theme": A2},
+                         {"kind": "rank", "theme": A3}, {"kind": "mass", "theme": A3}]}
     with ScriptedServer([json.dumps(claims)], reject_json_schema=True) as srv:
         r = summarize(PLAN, decoder="llm", max_attempts=1, llm=cfg(srv, mode="claims"))
-    fmts = [req["body"].get("response_format", {}).get("type") for req in srv.requests]
-    assert fmts == ["json_schema", "json_object"]
-    assert r.accepted and r.attempts[0]["claims"] == claims["claims"]
+    assert srv.forms() == ["json_schema", "json_object_schema"]
+    assert srv.requests[1]["body"]["response_format"]["schema"]["properties"]["claims"]["items"]["anyOf"]
+    assert r.accepted and r.final_source == "model" and r.attempts[0]["claims"] == claims["claims"]
+    assert r.attempts[0]["constraint"] == "json_object_schema" and r.attempts[0]["constraint_enforced"]
+    assert r.text.startswith(f"{A1.capitalize()} is the most common theme.")
 
 
-def test_claims_are_checked_exactly():
-    wrong = {"claims": [{"atom": A2, "rank": 1, "bin": None, "comparison": None, "text": f"{A2.capitalize()} is listed."}]}
-    unknown = {"claims": [{"atom": NON_ADMITTED, "text": "A theme is listed."}]}
-    with ScriptedServer([json.dumps(wrong), json.dumps(unknown), "not json"]) as srv:
-        r = summarize(PLAN, decoder="llm", max_attempts=3, llm=cfg(srv, mode="claims"))
-    codes = [{v["code"] for v in a["violations"]} for a in r.attempts[:3]]
-    assert "wrong_rank" in codes[0] and "unadmitted_atom" in codes[1] and "malformed_output" in codes[2]
-    assert r.fallback_used
+def test_claims_off_the_menu_are_rejected():
+    """A server that ignores the constraint: claims the plan does not support are violations."""
+    low = PLAN["atoms"][-1]["label"]
+    wrong_top = {"claims": [{"kind": "top_theme", "theme": A2}, {"kind": "bin", "theme": A1},
+                            {"kind": "rank", "theme": A1}]}
+    unknown = {"claims": [{"kind": "rank", "theme": NON_ADMITTED}, {"kind": "bin", "theme": A1},
+                          {"kind": "mass", "theme": A1}]}
+    reversed_ = {"claims": [{"kind": "comparison", "theme": low, "other": A1}, {"kind": "bin", "theme": A1},
+                            {"kind": "rank", "theme": A2}]}
+    with ScriptedServer([json.dumps(wrong_top), json.dumps(unknown), json.dumps(reversed_), "not json"]) as srv:
+        r = summarize(PLAN, decoder="llm", max_attempts=4, llm=cfg(srv, mode="claims", constraint="json_object"))
+    codes = [{v["code"] for v in a["violations"]} for a in r.attempts[:4]]
+    assert "wrong_rank" in codes[0] and "unadmitted_atom" in codes[1] and "unsupported_comparison" in codes[2]
+    assert "malformed_output" in codes[3]
+    assert r.fallback_used and r.final_source == "template_fallback"
+    assert not any(a["constraint_enforced"] for a in r.model_attempts)
+    assert NON_ADMITTED not in " ".join(a["text"] for a in r.model_attempts)   # never rendered
 
 
 def test_attempts_file_and_summary(tmp_path):
@@ -189,7 +201,8 @@ def test_cli_summarize_template_and_llm(cli, tmp_path):
     assert res.exit_code == 0 and template_summary(PLAN) in res.stdout
     assert json.loads((tmp_path / "verifier_attempts.json").read_text())["accepted"]
     with ScriptedServer([BAD_ATOM, GOOD]) as srv:
-        res = cli("summarize", plan, "--decoder", "llm", "--base-url", srv.base_url, "--max-attempts", 2,
+        res = cli("summarize", plan, "--decoder", "llm", "--mode", "text", "--base-url", srv.base_url,
+                  "--max-attempts", 2,
                   "--out", tmp_path / "s2.txt", "--attempts-out", tmp_path / "a2.json")
     assert res.exit_code == 0 and GOOD in res.stdout
     assert len(json.loads((tmp_path / "a2.json").read_text())["attempts"]) == 2
@@ -215,7 +228,7 @@ def test_cli_uses_dictionary_sidecar(cli, tmp_path):
 def test_canary_in_target_records_never_reaches_the_decoder(tmp_path):
     """Plant a canary in every target record, release a plan with the real pipeline, run the loop."""
     pytest.importorskip("opendp")
-    from fixtures_llm import pipeline_plan_with_canary
+    from tests.helpers.llm import pipeline_plan_with_canary
 
     canary = "ZQXCANARY4471"
     try:

@@ -91,7 +91,7 @@ def build(mechanism: str, unit: str, adjacency: str, B: float, epsilon: float, d
 
 
 def unit_bound(unit: str, B: float) -> int:
-    """The per-unit L1 bound the sketch enforces, in fixed point (SPEC §1: 2^24 per record,
+    """The per-unit L1 bound the sketch enforces, in fixed point (docs/DESIGN.md §1: 2^24 per record,
     floor(B·2^24) per user): the largest move of one coordinate by one unit."""
     bound = SCALE if unit == "record" else fixed_bound(B)
     assert bound == (1 << 24 if unit == "record" else math.floor(B * (1 << 24)))
@@ -259,7 +259,7 @@ class Cell:
 
     @property
     def shift(self) -> int:
-        """Δ: how far one unit moves one coordinate (the sketch's own bound, SPEC §1/§2)."""
+        """Δ: how far one unit moves one coordinate (the sketch's own bound, docs/DESIGN.md §1/§2)."""
         return unit_bound(self.unit, self.B)
 
     def mechanism_for(self, m: int):
@@ -476,7 +476,7 @@ def test_audit_rejects_a_broken_mechanism(cell):
 
 def test_neighbours_realise_the_sensitivity():
     """The neighbouring sketches move the coordinates by exactly what the calibration must
-    cover (SPEC §2), and the broken 'record calibration' variant really is calibrated at
+    cover (docs/DESIGN.md §2), and the broken 'record calibration' variant really is calibrated at
     half the user-level distance."""
     for cell in AUDIT_CELLS:
         d = cell.shift

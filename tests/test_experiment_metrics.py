@@ -1,4 +1,4 @@
-"""Metric functions of SPEC §6 against hand-computed cases."""
+"""Metric functions of docs/DESIGN.md §9 against hand-computed cases."""
 from __future__ import annotations
 
 import math

@@ -13,7 +13,7 @@ from dpspin_sql import ledger, store
 from dpspin_sql.errors import BadInput, BudgetExceeded
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
-from tests.helpers_core import assert_one_line_error, cli, snapshot, synthetic_store
+from tests.helpers.core import assert_one_line_error, cli, snapshot, synthetic_store
 
 
 def release_args(db, out, *, mechanism="laplace", epsilon=0.1, delta=None, unit="user", L=3):

@@ -1,7 +1,7 @@
-"""The release mechanisms (SPEC §3): privacy maps, calibrations, the noise actually drawn,
+"""The release mechanisms (docs/DESIGN.md §3): privacy maps, calibrations, the noise actually drawn,
 and private top-L admission.
 
-(a) Each mechanism's cost, read from OpenDP's own maps, is SPEC's cost: ≤ the requested
+(a) Each mechanism's cost, read from OpenDP's own maps, is the design's cost: ≤ the requested
     ε and within 1e-9 of it, δ as requested (0 for laplace), private_topL = ε_sel + ε_val;
     the serialized measurements in the ledger give the same cost when rebuilt.
 (b) The noise Mechanism.apply draws has the calibrated scale: for Laplace the sum of
@@ -28,7 +28,7 @@ from dpspin_sql.mechanisms import make_mechanism
 from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sensitivity import fixed_point_d_in, sensitivity
 from dpspin_sql.sketch import SCALE, fixed_bound
-from tests.helpers_core import synthetic_store
+from tests.helpers.core import synthetic_store
 
 dp.enable_features("contrib")
 
@@ -72,7 +72,7 @@ def test_laplace_cost(unit, adjacency, eps):
     cost_eps, cost_delta = mech.cost
     assert cost_delta == 0.0 and mech.request.delta == 0.0
     assert cost_eps <= eps and cost_eps == pytest.approx(eps, rel=1e-9)
-    # SPEC: Lap(Δ1/ε) — the map is Δ1/b, at the scale actually used
+    # docs/DESIGN.md §3: Lap(Δ1/ε) — the map is Δ1/b, at the scale actually used
     assert cost_eps == pytest.approx(part.d_in / part.noise_scale, rel=1e-12)
     assert mech.noise_scale == pytest.approx(spec.l1 / eps, rel=1e-9)
     assert float(part.measurement.map(part.d_in)) == cost_eps
@@ -98,7 +98,7 @@ def test_gaussian_zcdp_cost(unit, adjacency, eps, delta):
     # the (ε, δ) conversion lies between the exact Gaussian curve and Bun–Steinke's ρ + 2√(ρ ln 1/δ)
     assert cost_eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12
     assert cost_eps >= analytic_gaussian_epsilon(sigma / part.d_in, delta) - 1e-9
-    # the released scale in mass units is the fixed-point σ over 2^S, at SPEC's Δ2
+    # the released scale in mass units is the fixed-point σ over 2^S, at the design's Δ2
     spec = sensitivity(unit, adjacency, B)
     assert mech.noise_scale == sigma / SCALE
     assert part.d_in / SCALE == pytest.approx(spec.l2, rel=1e-7)
@@ -155,8 +155,8 @@ def test_classical_sigma(unit, adjacency, eps, delta):
 
 
 # The zCDP calibration against the classical one. Measured with OpenDP 0.16: the reduction
-# is 21–30% for δ=1e-5, ε∈[0.1, 0.5] and 21–26% for δ=1e-6, ε∈[0.1, 0.3] (SPEC's 20–31%),
-# but it shrinks to 13–19% for ε ≥ 0.5 at δ ≤ 1e-6: SPEC's band is the analytic Gaussian's,
+# is 21–30% for δ=1e-5, ε∈[0.1, 0.5] and 21–26% for δ=1e-6, ε∈[0.1, 0.3] (the design's 20–31%),
+# but it shrinks to 13–19% for ε ≥ 0.5 at δ ≤ 1e-6: the design's band is the analytic Gaussian's,
 # which OpenDP cannot certify (make_gaussian maps to zCDP only).
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-5), (0.2, 1e-5), (0.3, 1e-5), (0.5, 1e-5),
                                        (0.1, 1e-6), (0.2, 1e-6), (0.3, 1e-6)])

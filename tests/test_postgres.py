@@ -15,53 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_copy
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sql import audit_statement, run_sql
 from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.engines.postgres import PostgresEngine
-from test_sql_run import build_store, stmt
+from tests.helpers.core import open_copy
+from tests.helpers.postgres import as_postgres_user, pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
+from tests.helpers.sql import build_store, stmt
 
 pytestmark = pytest.mark.postgres
-
-
-def _pg_bin(name: str) -> str | None:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else shutil.which(name)
-
-
-def _as_postgres_user() -> list[str]:
-    """initdb and postgres refuse to run as root: run them as the `postgres` user then."""
-    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[postgres]')")
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    work = Path(tempfile.mkdtemp(prefix="dpspin-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(work, "postgres")
-    with contextlib.closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    data = work / "data"
-    subprocess.run([*_as_postgres_user(), initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-l", str(work / "log"), "-w", "-o",
-                    f"-p {port} -k {work} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True)
-    try:
-        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
-        psycopg.connect(dsn).close()
-        yield dsn
-    finally:
-        subprocess.run([*_as_postgres_user(), pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +101,71 @@ def test_cli_postgres_engine(con, pg_dsn, tmp_path, capsys):
                   "--out", str(tmp_path / "p.json"), stmt(unit="record")])
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / "p.json").exists()
+
+
+# -- the two-phase warehouse release with the server as the warehouse ----------------------------
+
+def _server_csv(pg_dsn: str, sketch_sql: str, path: Path) -> Path:
+    """Run the emitted query on the server and write its rows as psql --csv would (psql when
+    installed, else the server's own COPY ... TO STDOUT)."""
+    psql = pg_bin("psql")
+    query = sketch_sql.strip()
+    if psql:
+        subprocess.run([psql, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1", "-d", pg_dsn, "-o", str(path),
+                        "-c", query], check=True, capture_output=True)
+        return path
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as pg, pg.cursor() as cur, open(path, "wb") as fh:
+        with cur.copy(f"COPY ({query.rstrip(';')}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy:
+            for chunk in copy:
+                fh.write(chunk)
+    return path
+
+
+@pytest.mark.parametrize("unit", ["record", "user"])
+def test_two_phase_release_over_the_servers_own_tables(template, pg_dsn, tmp_path, capsys, unit):
+    from dpspin_sql import cli
+
+    db = tmp_path / "store.duckdb"
+    shutil.copy(template, db)
+    assert cli.run(["warehouse", "push", "--db", str(db), "--pg-dsn", pg_dsn]) == 0   # no Python copy step
+    assert "pushed" in capsys.readouterr().out
+    query = tmp_path / "query.sql"
+    query.write_text(stmt(unit=unit, where="user_id <> 'u0001'") + "\n")
+    assert cli.run(["sql", "--emit-sketch", "--dialect", "postgres", "-f", str(query)]) == 0
+    result = _server_csv(pg_dsn, capsys.readouterr().out, tmp_path / "result.csv")
+
+    con = store.connect(db)
+    audited = audit_statement(query.read_text())
+    theirs = DuckDBEngine(audited.filters).sketch(con, audited.request.bounds)
+    con.close()
+    from dpspin_sql.warehouse import check_vector, read_result
+
+    got = check_vector(read_result(result), [int(a) for a in theirs.atom_ids], audited.request.bound_fix)
+    np.testing.assert_array_equal(got, theirs.mass)
+
+    argv = ["release", "--from-sketch", str(result), "--statement", str(query), "--dialect", "postgres",
+            "--db", str(db), "--out", str(tmp_path / "plan.json"), "-q"]
+    bad = tmp_path / "tampered.csv"
+    lines = result.read_text().splitlines()
+    bad.write_text("\n".join(lines[:1] + lines[2:]) + "\n")   # one atom's row dropped
+    assert cli.run([*argv[:2], str(bad), *argv[3:]]) == 2
+    assert not (tmp_path / "plan.json").exists()
+    assert cli.run(argv) == 0, capsys.readouterr().err
+    con = store.connect(db, read_only=True)
+    st = ledger.status(con)
+    assert len(st.releases) == 1 and st.epsilon_spent == pytest.approx(0.5)
+    assert st.releases[0]["params"]["engine"] == "warehouse:postgres"
+    con.close()
+
+
+def test_push_needs_a_dsn_and_a_reachable_server(template, tmp_path, capsys, monkeypatch):
+    from dpspin_sql import cli
+
+    monkeypatch.delenv("DPSPIN_PG_DSN", raising=False)
+    assert cli.run(["warehouse", "push", "--db", str(template)]) == 2
+    assert "--pg-dsn" in capsys.readouterr().err
+    assert cli.run(["warehouse", "push", "--db", str(template), "--pg-dsn",
+                    "host=127.0.0.1 port=1 user=postgres dbname=postgres connect_timeout=2"]) == 2
+    assert "cannot connect to PostgreSQL" in capsys.readouterr().err

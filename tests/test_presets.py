@@ -8,7 +8,7 @@ import pytest
 
 from dpspin_sql import presets, store
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import shared
+from tests.helpers.atoms import shared
 
 
 def write_jsonl(path, rows):

@@ -1,27 +1,72 @@
-"""The README's examples run as written (Typer's rule: docs examples are tested), and
-.ci/run runs exactly the README's test command."""
+"""The README's and docs' examples run as written (Typer's rule: docs examples are tested),
+and .ci/run runs exactly the README's test command.
+
+Shell blocks run in bash with this venv's `dpspin` first on PATH, one temporary directory
+per document, in order (a later block uses the files an earlier one made: `demo.duckdb`,
+`query.sql`). Blocks that need Spark (Java 17) or a PostgreSQL server skip with the reason
+when those are absent; the PostgreSQL block gets a real server started by the tests
+(`DPSPIN_PG_DSN`). docs/EMBEDDING.md runs in tests/test_embed.py.
+"""
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
+import pytest
 
 from dpspin_sql import cli
+from tests.helpers.postgres import pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+OPTIONAL = ("matplotlib", "openai", "pyspark", "psycopg", "llama_cpp")
+
+
+def section(text: str, heading: str) -> str:
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(text: str, lang: str = "bash") -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
 def bash_blocks(after_heading: str) -> list[str]:
-    section = README.split(after_heading, 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    return blocks(section(README, after_heading))
+
+
+def run_bash(block: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PATH": path, **(env or {})}, timeout=600)
+    assert proc.returncode == 0, f"exited {proc.returncode}:\n{block}\n--- stderr:\n{proc.stderr[-3000:]}"
+    return proc
 
 
 def test_ci_runs_exactly_the_readme_test_command():
     test_command = bash_blocks("## Two commands")[1].strip()
     ci_lines = [ln for ln in (REPO / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
     assert ci_lines[-1] == test_command
+    assert "bash .ci/prereqs" in ci_lines   # Java, PostgreSQL, a compiler: CI provides what the tests need
+
+
+def test_the_main_job_needs_the_core_install_only():
+    """The first command installs the core (no extra), and its job imports no optional package."""
+    assert bash_blocks("## Two commands")[0].strip() == \
+        "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dpspin demo"
+    core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=\[ ]", d, 1)[0].lower() for d in core}
+    assert not names & {"matplotlib", "openai", "pyspark", "psycopg", "llama-cpp-python", "pandas"}
+    probe = ("import sys\nfrom dpspin_sql.cli import run\nrc = run(['demo'])\n"
+             f"loaded = [m for m in {OPTIONAL!r} if m in sys.modules]\n"
+             "assert rc == 0 and not loaded, (rc, loaded)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_the_pipeline_example_runs(shared_data, tmp_path, monkeypatch, capsys):
@@ -32,3 +77,64 @@ def test_the_pipeline_example_runs(shared_data, tmp_path, monkeypatch, capsys):
         rc = cli.run(argv[1:])
         assert rc == 0, f"{line!r} exited {rc}: {capsys.readouterr().err}"
     assert (tmp_path / "plan.json").exists() and (tmp_path / "summary.txt").exists()
+
+
+# -- "DP from SQL": core, Spark, PostgreSQL + two-phase, in one directory ------------------------
+
+SQL_BLOCKS = bash_blocks("## DP from SQL")
+
+
+@pytest.fixture(scope="module")
+def sql_dir(tmp_path_factory) -> Path:
+    """The section's first block run: the demo store and query.sql exist afterwards."""
+    where = tmp_path_factory.mktemp("readme-sql")
+    run_bash(SQL_BLOCKS[0], where)
+    return where
+
+
+def test_sql_section_has_the_three_blocks():
+    assert len(SQL_BLOCKS) == 3
+    assert "dpspin demo --db demo.duckdb" in SQL_BLOCKS[0] and "cat > query.sql" in SQL_BLOCKS[0]
+    assert "--engine spark" in SQL_BLOCKS[1] and "--from-sketch" in SQL_BLOCKS[2]
+
+
+def test_sql_core_block(sql_dir):
+    assert (sql_dir / "plan_sql.json").exists()
+    assert "BIGNUMERIC" in (sql_dir / "sketch.bigquery.sql").read_text()
+
+
+def test_sql_spark_block(sql_dir):
+    pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra: pip install -e '.[spark]')")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); the Spark block needs it")
+    run_bash(SQL_BLOCKS[1], sql_dir)
+    assert (sql_dir / "plan_spark.json").exists()
+
+
+@pytest.mark.postgres
+def test_sql_postgres_and_two_phase_block(sql_dir, pg_dsn):  # noqa: F811 - the imported fixture
+    if not pg_bin("psql"):
+        pytest.skip("psql (the PostgreSQL client) is not installed; the README block runs it")
+    run_bash(SQL_BLOCKS[2], sql_dir, {"DPSPIN_PG_DSN": pg_dsn})
+    assert (sql_dir / "plan_pg.json").exists() and (sql_dir / "plan_warehouse.json").exists()
+    proc = run_bash("dpspin budget --db demo.duckdb --json", sql_dir)
+    engines = [r["params"].get("engine") for r in __import__("json").loads(proc.stdout)["releases"]]
+    assert "warehouse:postgres" in engines and "postgres" in engines
+
+
+# -- docs/SQL.md ---------------------------------------------------------------------------------
+
+def test_sql_doc_examples_run_as_written(tmp_path, monkeypatch, capsys):
+    doc = (REPO / "docs" / "SQL.md").read_text(encoding="utf-8")
+    (example,) = blocks(section(doc, "## Example"), "sql")
+    python = blocks(doc, "python")
+    assert len(python) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(python[0], "docs/SQL.md", "exec"), {"__name__": "__sqldoc__"})
+    assert "BIGNUMERIC" in capsys.readouterr().out and (tmp_path / "sql_plan.json").exists()
+    # the "Example" section's statement (ε = 1) runs on that store too, through the CLI; the
+    # demo's budget (2) is spent to 0.5 by now, so the test raises it first (dpspin init)
+    assert cli.run(["init", "--db", "corpus.duckdb", "--epsilon-budget", "4"]) == 0
+    (tmp_path / "example.sql").write_text(example)
+    rc = cli.run(["sql", "--db", "corpus.duckdb", "-f", "example.sql", "--out", "example_plan.json", "-q"])
+    assert rc == 0, capsys.readouterr().err

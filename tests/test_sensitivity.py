@@ -1,4 +1,4 @@
-"""SPEC §2: the sensitivity table, exactly, for every unit, adjacency and B; and its
+"""docs/DESIGN.md §2: the sensitivity table, exactly, for every unit, adjacency and B; and its
 fixed-point form (the integer d_in the OpenDP measurements are charged at)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ B_VALUES = [1.0, 2.0, 5.0, 0.5, 1 / 3, 0.1, 2.0 ** -24, 7.25, 1000.0]
 
 
 def spec_row(unit: str, adjacency: str, B: float) -> tuple[float, float, float]:
-    """SPEC §2 verbatim: (Δ1, Δ2, Δcoord)."""
+    """docs/DESIGN.md §2 verbatim: (Δ1, Δ2, Δcoord)."""
     b = 1.0 if unit == "record" else B
     if adjacency == "add_drop":
         return b, b, b
@@ -84,7 +84,7 @@ def test_fixed_point_replace(bound):
 @pytest.mark.parametrize("adjacency", ["add_drop", "replace"])
 @pytest.mark.parametrize("B", [1.0, 2.0, 5.0, 1 / 3])
 def test_fixed_point_matches_table(unit, adjacency, B):
-    """The integer d_in, divided by 2^S, is SPEC's entry at the enforced bound floor(B·2^S)/2^S
+    """The integer d_in, divided by 2^S, is the design's entry at the enforced bound floor(B·2^S)/2^S
     (l2 under replace rounded up by less than one fixed-point unit)."""
     bound = SCALE if unit == "record" else fixed_bound(B)
     d = fixed_point_d_in(unit, adjacency, bound)

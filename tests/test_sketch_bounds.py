@@ -1,4 +1,4 @@
-"""The sketch holds its bounds whatever the assignments table holds (SPEC §1).
+"""The sketch holds its bounds whatever the assignments table holds (docs/DESIGN.md §1).
 
 Hostile tables — negative, NaN, ±inf, huge (1e308), zero and subnormal weights,
 NULLs, duplicated rows, K+5 atoms per record, unknown atom ids, rows for unknown,
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sketch import SCALE, compute_sketch, fixed_bound
-from tests.helpers_core import (install_atoms, new_store, put_assignments, put_records, reference_sketch,
+from tests.helpers.core import (install_atoms, new_store, put_assignments, put_records, reference_sketch,
                                 reference_user_vectors, set_split, sql_record_vectors_of_user_query,
                                 sql_unit_vectors)
 

@@ -6,15 +6,21 @@ fitted similarity scorer. Deselect with -m 'not spark'.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_copy
+from tests.helpers.core import open_copy
 
 pytestmark = pytest.mark.spark
 
-pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpspin-sql[spark]')")
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra: "
+                                                "pip install -e '.[spark]')")
+if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+    pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); the Spark tests need it "
+                "(apt-get install openjdk-17-jre-headless; .ci/run installs it)", allow_module_level=True)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 AMAZON = DATA / "amazon_all_beauty_2023" / "reviews.jsonl.gz"
@@ -44,13 +50,13 @@ def statement(unit: str, *, K: int = 3, B: float = 1.0, where: str = "") -> str:
 
 
 def build_amazon_store(path: Path) -> Path:
-    from dpspin_sql import assign, atoms, ledger, presets, split, store
+    from dpspin_sql import assign, builders, ledger, presets, split, store
 
     con = store.connect(path, create=True)
     ledger.set_budget(con, 50.0, 1e-3)
     presets.load_preset(con, "amazon", AMAZON)
     split.split(con, unit="user", aux_fraction=0.5, seed=1)
-    atoms.build(con, "phrases")
+    builders.build(con, "phrases")
     assign.assign(con, scorer="similarity", K=3)
     con.close()
     return path

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from dpspin_sql import atoms, split
+from dpspin_sql import atoms, builders, split
 from dpspin_sql.errors import BadInput
-from tests.helpers_atoms import cfpb_like, make_store, splits
+from tests.helpers.atoms import cfpb_like, make_store, splits
 
 
 def user_rows(n_users: int = 60, per: int = 3, reverse: bool = False) -> list[dict]:
@@ -82,7 +82,7 @@ def test_bad_split_arguments(tmp_path, kwargs):
 def test_resplit_drops_a_dictionary_built_on_the_old_aux_split(tmp_path):
     con = make_store(tmp_path, [dict(r, split="target") for r in cfpb_like(20)])
     split.split(con, "record", 0.5, seed=0)
-    atoms.build(con, "metadata", fields=["product", "issue", "sub_issue"], m=5)
+    builders.build(con, "metadata", fields=["product", "issue", "sub_issue"], m=5)
     assert atoms.current_dictionary_id(con)
     report = split.split(con, "record", 0.5, seed=1)
     assert report.invalidated == "dictionary"

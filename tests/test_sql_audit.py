@@ -137,6 +137,100 @@ REFUSALS = [
     (opts(epsilon="1") .replace("top = 10", "top = 10, top = 3"), "option 'top' is given twice"),
 ]
 
+# -- filters that could fail on some record (totality, sql/totality.py): one row per rule ------------
+W = f"{DP}atom_id, DPSPIN_MASS(weight) {J} WHERE {{}} GROUP BY atom_id"
+TOTALITY = [
+    ("text = 5", "= compares INTEGER with VARCHAR"),                    # casts every text to a number
+    ("weight = 'NaN'", "= compares DOUBLE with VARCHAR"),
+    ("atom_id = TRUE", "compares BOOLEAN with INTEGER"),
+    ("user_id IN ('a', 3)", "IN compares INTEGER with VARCHAR"),
+    ("length(text) BETWEEN 'a' AND 'b'", "BETWEEN compares INTEGER with VARCHAR"),
+    ("coalesce(user_id, 5) = 'x'", "COALESCE mixes INTEGER with VARCHAR"),
+    ("text", "the WHERE filter is VARCHAR, not a condition"),
+    ("NOT user_id", "the operand of NOT is VARCHAR"),
+    ("text IS TRUE", "the operand of IS TRUE/FALSE is VARCHAR"),
+    ("text AND TRUE", "an operand of AND is VARCHAR"),
+    ("lower(atom_id) = 'x'", "LOWER takes text, not INTEGER"),
+    ("weight + text > 1", "+ takes numbers, not VARCHAR"),
+    ("metadata = '{}'", "JSON is not comparable"),
+    ("TRY_CAST(metadata AS VARCHAR) = 'x'", "TRY_CAST of a JSON value"),
+    ("TRY_CAST(text AS DECIMAL(3, 1)) > 1", "TRY_CAST to DECIMAL(3, 1) is not allowed"),
+    ("TRY_CAST(text AS TIMESTAMP) IS NULL", "TRY_CAST to TIMESTAMP"),
+    ("TRY_CAST(TRY_CAST(text AS DATE) AS INTEGER) > 1", "TRY_CAST from DATE to INTEGER"),
+    ("CAST(text AS INTEGER) > 1", "use TRY_CAST"),
+    ("atom_id // 2 = 1", "INTDIV is not on the list"),                  # raises on a zero divisor even in DOUBLE
+    ("atom_id > 1e400", "outside ±[1e-300, 1e300]"),
+    ("weight > 1e-400", "outside ±[1e-300, 1e300]"),
+    ("atom_id = 9007199254740993", "above 2^53"),
+    ("text LIKE 'a%' ESCAPE 'ab'", "an escape must be exactly one ASCII character"),   # the issue's ESCAPE
+    ("text LIKE 'a%' ESCAPE '%'", "an escape must be exactly one ASCII character other than % and _"),
+    ("text LIKE 'a%' ESCAPE 'é'", "exactly one ASCII character"),
+    ("text LIKE 'abc!' ESCAPE '!'", "ends with its escape character"),
+    ("text LIKE 'a!b' ESCAPE '!'", "may precede only %, _ or itself"),
+    ("text LIKE user_id", "the pattern of LIKE must be a string literal"),
+    ("text LIKE ANY ('a%', 'b%')", "must be a string literal"),
+    (f"text LIKE '{'x' * 257}'", "more than 256"),
+    ("regexp_matches(text, '(')", "raises in DuckDB on sample values"),
+    ("regexp_matches(text, '((a{1000}){1000}){1000}')", "counted repetition"),
+    ("regexp_matches(text, '[a-z ]*e[a-z ]{20}x')", "counted repetition"),
+    ("regexp_matches(text, '" + "a" * 65 + "')", "more than 64"),
+    (" AND ".join(f"regexp_matches(text, 'a{i}')" for i in range(5)).replace("a{", "a"), "more than 4 regexp_matches"),
+    ("regexp_matches(text, 'a', 'z')", "regexp_matches options"),
+    ("regexp_matches(text, 'a', user_id)", "regexp_matches options"),
+    ("substring(text, 1, length(text)) = 'a'", "the length of SUBSTRING must be an integer literal"),
+    ("substring(text, 4294967296, 1) = 'a'", "the start of SUBSTRING must be an integer literal"),
+    ("substring(text, 1, -1) = 'a'", "the length of SUBSTRING"),
+    ("trim(text, user_id) = 'a'", "the characters TRIM removes must be a string literal"),
+    ("concat(text, 'a') = 'b'", "builds a string from a record's value"),
+    ("text || text LIKE '%a%'", "builds a string from a record's value"),
+    ("metadata ->> user_id = 'x'", "the JSON path must be a string literal"),
+    ("metadata ->> '$.*' = 'x'", "not wildcards"),
+    ("metadata ->> '$[#-1]' = 'x'", "is not of the form"),
+    ("metadata ->> '$.a\\b' = 'x'", "has quotes, backslashes"),
+    ("metadata ->> '$[99999999999]' = 'x'", "a JSON array index must be in"),
+    ("text ->> '$.a' = 'x'", "JSON extraction from VARCHAR"),
+    ("text COLLATE NOCASE = 'a'", "COLLATE is not on the list"),
+    ("CASE WHEN text = 'a' THEN TRUE END", "CASE is not on the list"),
+    ("text SIMILAR TO 'a'", "SIMILARTO is not on the list"),
+    ("text GLOB 'a*'", "GLOB is not on the list"),
+    ("user_id IN (" + ", ".join(["'u'"] * 1001) + ")", "an IN list of 1001 items"),
+    (" OR ".join(f"text LIKE '%{i}%'" for i in range(17)), "more than 16 LIKE/ILIKE/regexp_matches"),
+    ("NOT " * 40 + "TRUE", "nested more than 32 levels deep"),
+    (" + ".join(["weight"] * 40) + " > 0", "nested more than 32 levels deep"),
+    ("text BETWEEN SYMMETRIC 'a' AND 'b'", "BETWEEN with symmetric"),
+]
+TOTAL = [   # accepted: each is total on every row (docs/THREAT_MODEL.md)
+    "text ILIKE '%refund%' AND user_id IN ('u1', 'u2') AND record_id LIKE 'r1\\_%' ESCAPE '\\'",
+    "text NOT LIKE '%50!%%' ESCAPE '!' AND text LIKE '%a_b%c'",
+    "regexp_matches(text, '(?i)refund|charge', 'i') AND starts_with(lower(trim(text)), 'my')",
+    "atom_id * 2147483647 * 2147483647 > 0 AND abs(-2147483647 - atom_id) > 0 AND weight / 0 IS NULL",
+    "atom_id % 0 IS NULL AND -atom_id < 1 AND weight BETWEEN 0.1 AND 0.5 AND atom_id IN (1, 2, 3)",
+    "length(text) > 1.2345678901234567890123456789012345678 AND substring(text, -5, 3) <> 'abc'",
+    "TRY_CAST(metadata ->> '$.rating' AS DOUBLE) >= 4 AND metadata ->> '$.\"Sub issue\"' IS NOT NULL",
+    "metadata -> '$.a[2]' ->> '$.b' = 'x' AND metadata -> '$.a' IS NULL",
+    "TRY_CAST(text AS DATE) > TRY_CAST('2020-01-01' AS DATE) AND TRY_CAST(text AS BOOLEAN) IS NULL",
+    "coalesce(TRY_CAST(text AS INTEGER), 0.5) > 1 AND coalesce(user_id, '') <> ''",
+    "(text = 'a') IS NOT DISTINCT FROM TRUE AND user_id IS DISTINCT FROM record_id",
+    "'a' || 'b' <> text AND NULL IS NULL",
+    " OR ".join(f"length(text) = {i}" for i in range(80)),             # a long OR chain is one level
+]
+
+
+@pytest.mark.parametrize("where, fragment", TOTALITY)
+def test_filters_that_could_fail_on_some_record_are_refused(where: str, fragment: str):
+    with pytest.raises(AuditRefusal) as info:
+        audit_statement(W.format(where))
+    message = str(info.value)
+    assert fragment.lower() in message.lower(), message
+    assert message.startswith("SQL audit refused: ") and "\n" not in message
+
+
+@pytest.mark.parametrize("where", TOTAL)
+def test_total_filters_are_accepted(where: str):
+    audited = audit_statement(W.format(where))
+    assert audited.records_filter is not None or audited.assignments_filter is not None
+
+
 # -- at least 20 hostile statements (every one must be refused) --------------------------------
 HOSTILE = [
     # raw text in the output, plainly and in disguise

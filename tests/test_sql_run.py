@@ -7,56 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import open_copy
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import AuditRefusal, BadInput, BudgetExceeded
 from dpspin_sql.sketch import compute_sketch
 from dpspin_sql.sql import audit_statement, emit_sketch, run_sql
 from dpspin_sql.engines.duckdb import DuckDBEngine
+from tests.helpers.core import open_copy
+from tests.helpers.sql import EXAMPLE, EXAMPLE_RECORD, OPTS, build_store, stmt  # noqa: F401
 
 
 def duckdb_sketch(con, audited):
     return DuckDBEngine(audited.filters).sketch(con, audited.request.bounds)
-
-OPTS = "epsilon = 1.0, delta = 1e-6, privacy_unit_column = user_id, contribution_bound = 1, mechanism = 'gaussian', top = 10"
-EXAMPLE = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) atom_id, DPSPIN_MASS(weight) "
-           "FROM assignments JOIN records USING (record_id) WHERE split = 'target' GROUP BY atom_id")
-EXAMPLE_RECORD = EXAMPLE.replace("privacy_unit_column = user_id, contribution_bound = 1, ", "")
-
-# assignment rows the sketch must neutralise: NaN, ±inf, negative, > 1, duplicates, unknown atom, aux record
-HOSTILE_ROWS = """
-INSERT INTO assignments
-      (SELECT record_id, 0 AS atom_id, 'NaN'::DOUBLE AS w FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
-UNION ALL (SELECT record_id, 1, 'inf'::DOUBLE FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
-UNION ALL (SELECT record_id, 2, '-inf'::DOUBLE FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
-UNION ALL (SELECT record_id, 3, -5.0 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
-UNION ALL (SELECT record_id, 4, 1e9 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
-UNION ALL (SELECT record_id, 5, 0.7 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
-UNION ALL (SELECT record_id, 5, 0.9 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
-UNION ALL (SELECT record_id, 999, 1.0 FROM records WHERE split = 'target' ORDER BY record_id LIMIT 5)
-UNION ALL (SELECT record_id, 6, 1.0 FROM records WHERE split = 'aux' ORDER BY record_id LIMIT 5)
-UNION ALL (SELECT 'no-such-record', 6, 1.0)
-UNION ALL (SELECT record_id, 7, NULL FROM records WHERE split = 'target' ORDER BY record_id LIMIT 3)
-"""
-
-
-def build_store(path: Path) -> Path:
-    """The demo's synthetic corpus, split by user, keyword-assigned, plus hostile assignment rows."""
-    from dpspin_sql import assign, atoms, split
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
-
-    con = store.connect(path, create=True)
-    ledger.set_budget(con, 100.0, 1e-3)
-    store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
-                       relation=con.from_arrow(synthetic_corpus(3, n_users=250)))
-    split.split(con, unit="user", aux_fraction=0.3, seed=3)
-    atoms.install(con, [atoms.Atom(i, lab, desc) for i, (lab, desc) in enumerate(TAXONOMY)], builder="file")
-    assign.assign(con, scorer="keyword", K=3)
-    con.execute(HOSTILE_ROWS)
-    con.close()
-    return path
-
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
@@ -66,14 +28,6 @@ def template(tmp_path_factory) -> Path:
 @pytest.fixture()
 def con(template, tmp_path):
     yield from open_copy(template, tmp_path)
-
-
-def stmt(*, unit="user", K=3, B=1.0, where="", mechanism="gaussian") -> str:
-    unit_opts = f"privacy_unit_column = user_id, contribution_bound = {B}, " if unit == "user" else ""
-    where = f" WHERE {where}" if where else ""
-    return (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, {unit_opts}max_atoms_per_record = {K}, "
-            f"mechanism = '{mechanism}') atom_id, DPSPIN_MASS(weight) FROM assignments JOIN records "
-            f"USING (record_id){where} GROUP BY atom_id")
 
 
 @pytest.mark.parametrize("unit, K, B", [
@@ -173,19 +127,29 @@ def test_data_dependent_patterns_are_refused(con, tmp_path, where):
     "atom_id / (atom_id - atom_id) > 0",             # division by zero on every row
     "TRY_CAST(text AS INTEGER) > 0 AND 1 % (length(text) - length(text)) = 0",   # division by zero
     "atom_id * 2147483647 * 2147483647 > 0",         # integer overflow
+    "abs(-2147483647 - atom_id) > 0",                # abs(INT_MIN) overflows in INTEGER
 ])
 def test_a_filter_that_would_raise_never_fails_the_query(con, tmp_path, where):
     """A query that fails or succeeds with one record's value would be an error oracle
-    answering any per-record question for free: the rewrite guards every filter with
-    TRY, so a raising row just does not match, and no engine message reaches the user."""
+    answering any per-record question for free: the audit admits only total filters and
+    the rewrite computes in DOUBLE and divides by NULLIF(d, 0), so none of these raises."""
     plan = run_sql(con, stmt(where=where), tmp_path / "plan.json")
     assert (tmp_path / "plan.json").exists() and plan.mechanism == "gaussian"
 
 
-def test_engine_messages_never_reach_the_user(con, tmp_path):
-    # a type error is data-independent, but the engine's text is never passed on
-    with pytest.raises(BadInput) as info:
+def test_an_implicit_per_row_conversion_is_refused(con, tmp_path):
+    # `text > 5` made DuckDB cast every text to a number: it failed on this store but would
+    # succeed on one whose texts are all numeric (an oracle); it was run and failed, now it is refused
+    with pytest.raises(AuditRefusal, match="> compares INTEGER with VARCHAR"):
         run_sql(con, stmt(where="text > 5"), tmp_path / "plan.json")
+    assert not (tmp_path / "plan.json").exists() and ledger.status(con).epsilon_spent == 0
+
+
+def test_engine_messages_never_reach_the_user(con, tmp_path):
+    # a store the sketch query cannot run on: the engine's text is never passed on
+    con.execute("ALTER TABLE assignments RENAME COLUMN weight TO w")
+    with pytest.raises(BadInput) as info:
+        run_sql(con, stmt(), tmp_path / "plan.json")
     assert str(info.value) == "the sketch query failed on this store"
 
 
@@ -208,7 +172,9 @@ def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):
         "SELECT count(*) FROM assignments").fetchall()          # the store keeps most rows as vectors
     rows = other.execute(sql).fetchall()
     core = compute_sketch(con, "user", 3, 1.0)
-    assert {int(a): int(m) for a, m in rows} == {int(a): int(m) for a, m in zip(core.atom_ids, core.mass) if m}
+    # the whole m-vector, in atom order, zeros included (what a warehouse hands back)
+    assert [(int(a), int(m)) for a, m in rows] == [(int(a), int(m)) for a, m in zip(core.atom_ids, core.mass)]
+    assert 0 in core.mass
 
 
 # -- the CLI (dpspin sql) ---------------------------------------------------------------------------

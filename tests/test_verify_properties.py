@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from dpspin_sql.decode import template_summary
 from dpspin_sql.verify import _content, verify
 
-from fixtures_llm import CFPB_LABELS, PHRASE_LABELS
+from tests.helpers.llm import CFPB_LABELS, PHRASE_LABELS
 
 ORD = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

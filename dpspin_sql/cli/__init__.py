@@ -1,6 +1,6 @@
 """The `dpspin` command line: thin Typer commands over the library, in pipeline order.
 
-    store → atoms → assign → release → read (summarize, verify) → experiments
+    store → atoms → assign → release → read (summarize, verify, card) → experiments
 
 Each module of this package owns one stage's commands and exposes a Typer app; this
 module composes them. Exit codes: 0 success; 1 a refusal (over budget, SQL audit,
@@ -18,7 +18,7 @@ import typer
 
 from dpspin_sql import __version__
 from dpspin_sql import store as store_lib
-from dpspin_sql.cli import assign, atoms, decode, demo, experiment, release, sql
+from dpspin_sql.cli import assign, atoms, card, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
 from dpspin_sql.errors import BadInput, DpspinError
@@ -33,7 +33,7 @@ def _version(value: bool) -> None:
 
 app = typer.Typer(help="Differentially private semantic plans (DP-SPIN) over DuckDB, with OpenDP releases, "
                        "a budget ledger and a verifier. Pipeline: init → load → split → atoms → assign → "
-                       "release (or sql) → summarize → verify.",
+                       "release (or sql) → summarize → verify → card.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
                   rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -50,7 +50,9 @@ app.add_typer(assign.app)
 app.add_typer(assign.assignments_app, name="assignments")
 app.add_typer(release.app)
 app.add_typer(sql.app)
+app.add_typer(warehouse.app, name="warehouse")
 app.add_typer(decode.app)
+app.add_typer(card.app)
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(demo.app)
 

@@ -16,10 +16,16 @@ assignments_app = typer.Typer(help="Bring-your-own-classifier assignments (recor
 
 @app.command("assign")
 def assign_cmd(db: Path = DB,
-               scorer: str = typer.Option("similarity", "--scorer", help="similarity | supervised | keyword"),
+               scorer: str = typer.Option("similarity", "--scorer",
+                                          help="similarity | supervised | keyword | embedding | embedding-supervised "
+                                               "(the last two need the embed extra)"),
                K: int = typer.Option(3, "-K", help="Atoms kept per record."),
                centroid: bool = typer.Option(True, "--centroid/--no-centroid",
-                                             help="similarity: add auxiliary centroids to the atom texts."),
+                                             help="similarity/embedding: add auxiliary centroids to the atom texts."),
+               renormalise: bool = typer.Option(True, "--renormalise/--no-renormalise",
+                                                help="Scale each record's kept top-K scores to sum 1 (its full unit of "
+                                                     "mass); --no-renormalise keeps them as they are (scaled down "
+                                                     "only above 1)."),
                evaluate: bool = typer.Option(False, "--evaluate/--no-evaluate",
                                              help="Also report top-1 accuracy and top-10 overlap (metadata dictionaries)."),
                as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON.")) -> None:
@@ -28,7 +34,9 @@ def assign_cmd(db: Path = DB,
 
     assign.check_K(K)
     con = store.connect(db)
-    opts = {"centroid": False} if not centroid and scorer == "similarity" else {}
+    opts: dict = {"centroid": False} if not centroid and scorer in ("similarity", "embedding") else {}
+    if not renormalise:
+        opts["renormalise"] = False
     total = assign.count_target(con)
     with progress_bar(disable=as_json) as bar:
         task = bar.add_task(f"fitting the {scorer} scorer on the auxiliary split", total=None)

@@ -40,12 +40,12 @@ def atoms_build(db: Path = DB,
                 manifest_out: Optional[Path] = typer.Option(None, "--manifest-out",
                                                             help="Also write the manifest JSON here.")) -> None:
     """Build the public atom dictionary from the auxiliary split only."""
-    from dpspin_sql import atoms
+    from dpspin_sql import builders
 
     if builder == "metadata" and not fields:
         raise BadInput("--builder metadata needs --fields, e.g. --fields product,issue,sub_issue")
     con = store.connect(db)
-    dictionary_id, manifest = atoms.build(con, builder, fields=fields.split(",") if fields else None,
+    dictionary_id, manifest = builders.build(con, builder, fields=fields.split(",") if fields else None,
                                           profile=profile, m=m, min_support=min_support, manifest_out=manifest_out)
     out.print(f"built {manifest['m']} atoms ({builder}) from {manifest['aux_records']} auxiliary records, "
               f"threshold {manifest['threshold']}; dictionary {dictionary_id}")

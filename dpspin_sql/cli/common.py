@@ -38,25 +38,48 @@ def budget_line(con, dataset: str) -> str:
             f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
 
 
-def defaults_line(request) -> str | None:
-    """Privacy-relevant defaults the user did not set, said out loud."""
+SQL_SETTINGS = {"delta": "OPTIONS (delta = …)", "selection_fraction": "OPTIONS (selection_fraction = …)"}
+
+
+def defaults_line(request, how: dict | None = None) -> str | None:
+    """Privacy-relevant defaults the user did not set, said out loud with how to set them
+    (`how`: field → where; the release flags by default, SQL_SETTINGS for a statement)."""
+    how = how or FLAGS
     said = []
     if "delta" in request.defaulted:
-        said.append(f"δ = {request.delta:g} (default; set --delta)")
+        said.append(f"δ = {request.delta:g} (default; set {how['delta']})")
     if "selection_fraction" in request.defaulted:
-        said.append(f"selection fraction {request.selection_fraction:g} (default)")
+        said.append(f"selection fraction {request.selection_fraction:g} of ε for admission "
+                    f"(default; set {how['selection_fraction']})")
     return ("using " + ", ".join(said)) if said else None
 
 
 def progress_bar(*, disable: bool = False):
     """A progress display on stderr; off when stderr is not a terminal (logs and pipes get
-    no control characters, and an error line stays the only line)."""
+    no control characters, and an error line stays the only line). A phase of unknown
+    length (fitting) shows a spinner, a pulsing bar and the time elapsed; a counted phase
+    adds "done/total" and the time remaining."""
     import sys
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+    from rich.text import Text
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), transient=True, disable=disable or not sys.stderr.isatty())
+    class Counted(ProgressColumn):
+        def __init__(self, inner=None):
+            super().__init__()
+            self.inner = inner
+
+        def render(self, task):
+            if task.total is None:
+                return Text("")
+            if self.inner is not None:
+                return self.inner.render(task)
+            return Text(f"{int(task.completed)}/{int(task.total)}", style="progress.download")
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), Counted(), TimeElapsedColumn(),
+                    Counted(TimeRemainingColumn()), console=Console(stderr=True), transient=True,
+                    disable=disable or not sys.stderr.isatty())
 
 
 def existing_file(path: Path, what: str) -> Path:

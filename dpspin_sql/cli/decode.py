@@ -63,34 +63,60 @@ def summarize_cmd(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (or DPSPIN_LLM_BASE_URL)"),
     model: Optional[str] = typer.Option(None, "--model", help="model name (or DPSPIN_LLM_MODEL)"),
     api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (or DPSPIN_LLM_API_KEY / OPENAI_API_KEY)"),
-    mode: str = typer.Option("text", "--mode", help="text | claims (structured JSON claims)"),
+    mode: str = typer.Option("claims", "--mode",
+                             help="claims (the model picks plan facts under a schema/grammar; they are written "
+                                  "from the plan) | text (the model writes free text)"),
+    constraint: Optional[str] = typer.Option(None, "--constraint",
+                                             help="claims mode: json_schema | json_object_schema | guided_json | "
+                                                  "grammar | json_object | none (default: detect per endpoint)"),
+    fallback: Optional[bool] = typer.Option(None, "--fallback/--no-fallback",
+                                            help="--no-fallback: exit 1 when no model attempt passes (no summary "
+                                                 "written); --fallback: also fall back when the endpoint cannot be "
+                                                 "reached (default: fall back after R_max rejections only)"),
     temperature: float = typer.Option(0.7, "--temperature"),
     max_tokens: int = typer.Option(400, "--max-tokens"),
+    timeout: float = typer.Option(120.0, "--timeout", help="seconds to wait for one model answer"),
     dictionary: Optional[Path] = typer.Option(None, "--dictionary",
                                               help="public dictionary (.json or .txt) if the plan has no sidecar"),
 ) -> None:
-    """Verbalize a plan; LLM output is verified, retried with feedback, else the template is used."""
-    from dpspin_sql.decode import LLMConfig, summarize, write_summary
+    """Verbalize a plan; LLM output is verified, retried with feedback, else the template is used.
+
+    stdout is the final summary; stderr says where it came from (model or template fallback,
+    the attempt that passed, whether the first did); verifier_attempts.json records the same
+    (final_source, attempts_used, first_attempt_accepted) with every attempt."""
+    from dpspin_sql.decode import CONSTRAINTS, EndpointUnreachable, LLMConfig, summarize, write_summary
     from dpspin_sql.outputs import Outputs
 
     p, labels, dictionary_file = read_plan(plan, dictionary)
     if decoder not in ("template", "llm") or mode not in ("text", "claims"):
         raise BadInput("--decoder must be template|llm and --mode text|claims")
+    if constraint is not None and constraint not in CONSTRAINTS:
+        raise BadInput(f"--constraint must be one of {'|'.join(CONSTRAINTS)}")
     if attempts_out is None and summary_out is not None:
         attempts_out = summary_out.parent / "verifier_attempts.json"
     outputs = Outputs(inputs=[plan, dictionary_file])
     for path, option in ((summary_out, "--out"), (attempts_out, "--attempts-out")):
         if path is not None:
             outputs.add(path, option)
-    cfg = LLMConfig(base_url=base_url, model=model, api_key=api_key, mode=mode,
-                    temperature=temperature, max_tokens=max_tokens)
-    result = summarize(p, decoder=decoder, max_attempts=max_attempts, llm=cfg, dictionary=labels)
+    cfg = LLMConfig(base_url=base_url, model=model, api_key=api_key, mode=mode, constraint=constraint,
+                    temperature=temperature, max_tokens=max_tokens, timeout=timeout)
+    try:
+        result = summarize(p, decoder=decoder, max_attempts=max_attempts, llm=cfg, dictionary=labels,
+                           fallback=fallback)
+    except EndpointUnreachable as e:
+        hint = "" if fallback is False else "; pass --fallback to use the template summary instead"
+        raise EndpointUnreachable(f"{e}{hint}") from None
+    if result.final_source is None:  # --no-fallback and no attempt passed
+        write_summary(result, None, attempts_out)
+        where = f"; attempts in {attempts_out}" if attempts_out else ""
+        raise Refusal(f"refused: no model-written summary passed the verifier in {result.attempts_used} attempt(s) "
+                      f"and --no-fallback was given; no summary written{where}")
     if not result.accepted:
         raise Refusal("refused: no summary, not even the template fallback, passed the verifier; nothing written")
     write_summary(result, summary_out, attempts_out)
     typer.echo(result.text)
-    if result.fallback_used:
-        err.print(f"note: no LLM candidate accepted in {max_attempts} attempt(s); template fallback used")
+    if decoder == "llm":
+        err.print(("note: " if result.fallback_used else "") + result.status_line(), markup=False)
 
 
 @app.command("verify", rich_help_panel="Read")

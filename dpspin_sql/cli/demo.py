@@ -13,8 +13,10 @@ app = typer.Typer()
 
 @app.command(rich_help_panel="Try it")
 def demo(db: Optional[Path] = typer.Option(None, "--db", help="Keep the demo store here (default: a temporary file)."),
-         seed: int = typer.Option(7, help="Seed of the synthetic corpus (not of the noise).")) -> None:
-    """Make a synthetic corpus, release a user-level plan and print it (no key, no network)."""
+         seed: int = typer.Option(7, help="Seed of the synthetic corpus (not of the noise)."),
+         card: Optional[Path] = typer.Option(None, "--card", help="Write the release card here (default: beside "
+                                                                  "--db, else a new temporary directory).")) -> None:
+    """Make a synthetic corpus, release a user-level plan, print it and write its release card (no key, no network)."""
     from dpspin_sql import demo as demo_mod
 
-    demo_mod.run(db, seed=seed, console=out)
+    demo_mod.run(db, seed=seed, console=out, card=card)

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from dpspin_sql import ledger
-from dpspin_sql.cli.common import budget_line, defaults_line, err, out
+from dpspin_sql.cli.common import SQL_SETTINGS, budget_line, defaults_line, err, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer()
@@ -56,16 +56,16 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
                            dataset=dataset, outputs=outputs)
+    from dpspin_sql.sql import audit_statement
+
+    said = defaults_line(audit_statement(text).request, SQL_SETTINGS)
+    if said:                      # privacy-relevant: said on stderr even with --quiet
+        err.print(said, markup=False)
     if quiet:
         typer.echo(str(out_path))
         return
     from dpspin_sql.report import plan_table
 
-    from dpspin_sql.sql import audit_statement
-
-    said = defaults_line(audit_statement(text).request)
-    if said:
-        err.print(said)
     out.print(plan_table(plan))
     out.print(budget_line(con, dataset))
     out.print(f"plan written to {out_path}")
@@ -74,11 +74,14 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
 def _statement(query: str | None, file: Path | None) -> str:
     if (query is None) == (file is None):
         raise BadInput("give the statement as an argument or with -f FILE.sql (one of the two)")
-    if file is not None:
-        if not file.is_file():
-            raise BadInput(f"SQL file not found: {file}")
-        try:
-            return file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise BadInput(f"SQL file {file} is not UTF-8 text") from None
-    return query
+    return read_statement(file) if file is not None else query
+
+
+def read_statement(file: Path) -> str:
+    """A DP statement from a .sql file (UTF-8)."""
+    if not file.is_file():
+        raise BadInput(f"SQL file not found: {file}")
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"SQL file {file} is not UTF-8 text") from None

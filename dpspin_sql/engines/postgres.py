@@ -5,10 +5,15 @@ enforced sketch query, transpiled to PostgreSQL from the same `queries/sketch_*.
 runs there and only the m (atom_id, mass) rows come back. The release, the public
 dictionary and the ledger stay in the curator's DuckDB store.
 
-PostgreSQL has no TRY: a WHERE filter that can raise on one record's value would make
-the query's success an answer about that record. So this engine admits only filters
-that compare columns with literals — no functions, casts, arithmetic or patterns —
-which cannot fail on any row; anything else is refused before the server is touched.
+A WHERE filter that could raise on one record's value would make the query's success an
+answer about that record. The audit already admits only total filters (sql/totality.py:
+no comparison needs an implicit conversion, numbers are compared in DOUBLE PRECISION,
+numeric literals are finite and within ±[1e-300, 1e300], string literals have no NUL);
+this engine admits, on top of that, only filters that compare columns with literals —
+no functions, casts, arithmetic, patterns or JSON, whose PostgreSQL behaviour differs
+from DuckDB's (PostgreSQL's LIKE, regex and JSON functions raise on inputs DuckDB's
+do not) — and anything else is refused before the server is touched. The rewrite's
+`CAST(col AS DOUBLE PRECISION)` of an INTEGER column or numeric literal cannot fail.
 """
 from __future__ import annotations
 
@@ -25,16 +30,15 @@ from dpspin_sql.sql.rewrite import SketchFilters
 from dpspin_sql.sql.transpile import sketch_sql
 
 _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
-                      exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In)
+                      exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In,
+                      exp.Between, exp.Neg)
 
 
 def connect(dsn: str):
     """A psycopg connection (the `postgres` extra)."""
-    try:
-        import psycopg
-    except ImportError:
-        raise BadInput("the postgres engine needs psycopg: install the project's postgres extra "
-                       "(pip install -e '.[postgres]')") from None
+    from dpspin_sql.extras import require
+
+    psycopg = require("psycopg")
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
@@ -45,6 +49,9 @@ def check_filters(filters: SketchFilters | None) -> None:
     """Refuse filters that could raise on PostgreSQL (see the module docstring)."""
     for term in (filters.records, filters.assignments) if filters else ():
         for node in term.walk() if term is not None else ():
+            if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
+                refuse("on the postgres engine a WHERE filter may only compare columns with literals "
+                       "(negation of a column is arithmetic)", node)
             if not isinstance(node, _SAFE_FILTER_NODES):
                 refuse(f"on the postgres engine a WHERE filter may only compare columns with literals "
                        f"({node.key.upper()} could fail on one record's value, and PostgreSQL has no TRY)", node)
@@ -79,13 +86,24 @@ class PostgresEngine:
 
 
 def copy_store(con, pg) -> dict[str, int]:
-    """Copy a store's records, assignments and atoms to a PostgreSQL server (replacing them)."""
-    pg.execute(queries.load("pg_schema"))
+    """Copy a store's records, assignments and atoms to a PostgreSQL server (replacing them),
+    in one transaction: a failure leaves the server's tables as they were."""
+    import psycopg
+
     counts = {}
-    for table in ("records", "assignments", "atoms"):
-        rows = con.execute(queries.load(f"export_{table}")).fetchall()
-        with pg.cursor().copy(queries.load(f"pg_copy_{table}")) as copy:
-            for row in rows:
-                copy.write_row(row)
-        counts[table] = len(rows)
+    try:
+        with pg.transaction():
+            pg.execute(queries.load("pg_schema"))
+            for table in ("records", "assignments", "atoms"):
+                result = con.execute(queries.load(f"export_{table}"))
+                n = 0
+                with pg.cursor().copy(queries.load(f"pg_copy_{table}")) as copy:
+                    while rows := result.fetchmany(10_000):
+                        for row in rows:
+                            copy.write_row(row)
+                        n += len(rows)
+                counts[table] = n
+    except psycopg.Error as exc:
+        raise BadInput(f"copying the store to PostgreSQL failed ({type(exc).__name__}); nothing was changed "
+                       "there") from None
     return counts

@@ -16,6 +16,7 @@ pyspark is the optional extra `spark`.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -34,11 +35,14 @@ BATCH = 2048
 
 
 def _pyspark():
-    try:
-        import pyspark  # noqa: F401
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise BadInput("--engine spark needs pyspark: install the project's spark extra (pip install -e '.[spark]')") from None
+    from dpspin_sql.extras import require
+
+    require("pyspark")
+    from pyspark.sql import SparkSession
+
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise BadInput("the Spark engine needs Java 17 (java on PATH or JAVA_HOME); e.g. apt-get install "
+                       "openjdk-17-jre-headless")
     return SparkSession
 
 
@@ -78,6 +82,7 @@ class SparkEngine:
     def __init__(self, filters: SketchFilters | None = None, *, session=None, assign: str = "auto"):
         if assign not in ASSIGN_MODES:
             raise BadInput(f"--spark-assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
+        check_filters(filters)
         self.filters, self.session, self.assign = filters or SketchFilters(), session, assign
 
     def details(self) -> dict:
@@ -105,12 +110,35 @@ class SparkEngine:
         return assemble(facts, rows, bounds)
 
 
+def check_filters(filters: SketchFilters | None) -> None:
+    """Refuse, before Spark or the data is touched, what the audit admits for DuckDB but Spark
+    could fail on or take super-linear time over (sql/totality.py `check_engine`)."""
+    from dpspin_sql.sql.totality import check_engine
+
+    if filters:
+        check_engine([filters.records, filters.assignments], "spark")
+
+
+def filter_sql(term) -> str:
+    """A filter term in its total form as Spark SQL (never a sqlglot warning on stderr)."""
+    import sqlglot
+
+    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sql.totality import total_form
+
+    with quiet():
+        return total_form(term, "spark").sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+
+
 def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
-    """Evaluate the statement's WHERE filters on their own, with ANSI mode off, so that a
-    row on which a filter would raise (a failed cast, a division by zero) does not match
-    instead of failing the job: a job that fails on one record's value would answer a
-    question about that record. The filtered frames are materialized (localCheckpoint)
-    before ANSI mode is restored for the sketch, whose exact arithmetic must fail loudly.
+    """Evaluate the statement's WHERE filters on their own and materialize the filtered frames
+    (localCheckpoint) before the exact sketch runs with ANSI mode on.
+
+    The audit admits only filters that cannot raise on any row (sql/totality.py): arithmetic
+    in DOUBLE with division by NULLIF(d, 0), TRY_CAST for conversions, literal patterns and
+    paths, no regular expressions on Spark. The filters still run with ANSI mode off, as
+    defence in depth: a job that failed on one record's value would answer a question about
+    that record.
     """
     if not filters:
         return records_df, assignments_df
@@ -118,11 +146,9 @@ def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
         if filters.records is not None:
-            records_df = records_df.where(
-                f"COALESCE(({filters.records.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+            records_df = records_df.where(filter_sql(filters.records)).localCheckpoint(eager=True)
         if filters.assignments is not None:
-            assignments_df = assignments_df.where(
-                f"COALESCE(({filters.assignments.sql(dialect='spark')}), FALSE)").localCheckpoint(eager=True)
+            assignments_df = assignments_df.where(filter_sql(filters.assignments)).localCheckpoint(eager=True)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", previous)
     return records_df, assignments_df
@@ -131,6 +157,7 @@ def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
 def sketch_from_frames(spark, bounds: Bounds, filters: SketchFilters | None, records_df, assignments_df,
                        atoms_df) -> list[tuple[int, int]]:
     """Run the transpiled sketch over DataFrames already in Spark; collect only (atom_id, mass)."""
+    check_filters(filters)  # a refusal, not a failed job: outside the try below
     try:
         records_df, assignments_df = apply_filters(spark, filters or SketchFilters(), records_df, assignments_df)
         records_df.createOrReplaceTempView("records")
@@ -153,9 +180,9 @@ def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
     def per_partition(rows):
         from itertools import islice
 
-        from dpspin_sql import scorers
+        from dpspin_sql.assign import scorer_from_bytes
 
-        scorer = scorers.from_bytes(shared.value)
+        scorer = scorer_from_bytes(shared.value)
         rows = iter(rows)
         while batch := list(islice(rows, BATCH)):
             texts = [r[1] or "" for r in batch]

@@ -1,4 +1,4 @@
-"""Experiment harness (SPEC §6–§8): grids of runs, metrics, grouped reports, plots.
+"""Experiment harness (docs/DESIGN.md §9): grids of runs, metrics, grouped reports, plots.
 
 - `grid`    — expand a grid YAML from per-dataset default templates into run configs
 - `runner`  — run / resume / clean a grid, one directory of artifacts per run

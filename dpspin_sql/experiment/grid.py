@@ -22,6 +22,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +30,12 @@ from pathlib import Path
 import yaml
 
 from dpspin_sql.errors import BadInput
+from dpspin_sql.experiment.probe import DEFAULT_PROBE, PROBE_SWEPT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MECHANISMS = ("laplace", "gaussian", "private_topL")   # the grid's default sweep
 
-# Values shared by every dataset (the paper's main configuration, SPEC §7).
+# Values shared by every dataset (the paper's main configuration, docs/DESIGN.md §9).
 COMMON: dict = {
     "units": ["record"],
     "n_records": [1000],
@@ -53,9 +55,26 @@ COMMON: dict = {
     "aux_fraction": 0.5,
     "split_seed": 0,
     "scorer": "similarity",
+    "renormalise": True,          # each record's kept top-K scores scaled to sum 1 (False: the old raw scores)
     "strict_sample_size": True,
     "decoder": "template",
     "max_attempts": 3,
+    # what runs: DP-SPIN itself, the DP baselines and the non-private references (baselines.py)
+    "method": ["dpspin"],
+    "baseline_mechanisms": ["laplace", "gaussian"],
+    "keyword_vocab_size": 100,          # keyword baselines: top aux words by document frequency
+    "keyword_vocabulary": None,         # ... or a file of keywords, one a line
+    "category_field": None,             # category baseline: one public metadata field (template)
+    "category_vocab_size": 50,
+    "category_exclude": [],
+    "urania_clusters": 10,
+    "urania_iterations": 3,
+    "urania_dim": 16,
+    "urania_split": {"clustering": 0.4, "sizes": 0.2, "histograms": 0.4},
+    "urania_min_size": 5.0,
+    "urania_keywords": 3,
+    "judge_base_url": None,             # release-conditioned LLM judge (judge.py); off when unset
+    "judge_model": None,
 }
 
 # Per-dataset default templates (paper §8 / appendices D–F, scaled to the shared samples).
@@ -70,6 +89,7 @@ TEMPLATES: dict[str, dict] = {
         "n_records": [2000],
         "m": [50],
         "truth_fields": ["product", "issue", "sub_issue"],   # ground-truth labels of the atoms
+        "category_field": "issue",
     },
     "amazon": {
         "preset": "amazon",
@@ -83,6 +103,7 @@ TEMPLATES: dict[str, dict] = {
         "n_records": [1000],
         "n_users": [500],
         "m": [46],
+        "category_field": "rating",       # the only public categorical field of the reviews: 1-5 stars
     },
     "yelp": {
         "preset": "yelp",
@@ -94,15 +115,24 @@ TEMPLATES: dict[str, dict] = {
         "n_records": [1000],
         "n_users": [1000],
         "m": [50],
+        "category_field": "categories",   # the business's categories, one per record (baselines.py)
+        "category_exclude": ["Restaurants", "Food", "Nightlife"],
     },
 }
 
-SWEPT = ("units", "n_records", "n_users", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
+SWEPT = ("units", "n_records", "n_users", "m", "K", "L", "mechanism", "epsilon", "delta", "B", "method")
+BASELINE_SCALARS = ("baseline_mechanisms", "keyword_vocab_size", "keyword_vocabulary", "category_field",
+                    "category_vocab_size", "category_exclude", "urania_clusters", "urania_iterations", "urania_dim",
+                    "urania_split", "urania_min_size", "urania_keywords", "judge_base_url", "judge_model")
 SCALARS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "truth_fields",
            "adjacency", "selection_fraction", "calibration", "public_denominator", "aux_fraction",
-           "split_seed", "scorer", "strict_sample_size", "decoder", "max_attempts", "seeds")
+           "split_seed", "scorer", "renormalise", "strict_sample_size", "decoder", "max_attempts",
+           "seeds") + BASELINE_SCALARS
+METHODS = ("dpspin", "keyword_hist", "category_hist", "urania", "np_plan", "np_kmeans")
+DP_BASELINES = ("keyword_hist", "category_hist", "urania")
+REFERENCES = ("np_plan", "np_kmeans")   # non-private: never charged, never published as DP
 PREP_KEYS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "m",
-             "aux_fraction", "split_seed", "unit", "scorer", "K", "probe")
+             "aux_fraction", "split_seed", "unit", "scorer", "renormalise", "K", "probe")
 
 
 @dataclass
@@ -155,8 +185,6 @@ def expand(raw: dict, path: Path | None = None) -> Grid:
         runs.extend(expand_dataset(str(ds_name), defaults, overrides or {}, ddir, name))
     probe = None
     if raw.get("probe"):
-        from dpspin_sql.experiment.probe import expand_probe
-
         probe_cfg = raw["probe"]
         probe_ds = str(probe_cfg.get("dataset", "cfpb"))
         base = dataset_settings(probe_ds, defaults, datasets.get(probe_ds) or {}, ddir)
@@ -185,6 +213,11 @@ def dataset_settings(ds_name: str, defaults: dict, overrides: dict, ddir: Path) 
         cfg["units"] = cfg.pop("unit")
     cfg["dataset"] = ds_name
     cfg["input"] = str(_resolve(cfg["input"], ddir))
+    prof = cfg.get("profile")
+    if isinstance(prof, str) and prof.endswith((".yaml", ".yml")) and not Path(prof).is_absolute():
+        cfg["profile"] = str((REPO_ROOT / prof).resolve())    # a profile file: relative to the repo root
+    if not isinstance(cfg.get("renormalise"), bool):
+        raise BadInput(f"renormalise must be true or false for {ds_name}, not {cfg.get('renormalise')!r}")
     if cfg.get("businesses"):
         cfg["businesses"] = str(_resolve(cfg["businesses"], ddir))
     return cfg
@@ -200,35 +233,50 @@ def expand_dataset(ds_name: str, defaults: dict, overrides: dict, ddir: Path, gr
             raise BadInput(f"unit must be record or user, not {unit!r}")
         sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
         Bs = _list(cfg["B"]) if unit == "user" else [1.0]
-        for n, m, K, L, mech, eps, delta, B, seed in itertools.product(
-                sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
-                _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
-            run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps,
-                             delta=delta, B=B, seed=seed)
-            if run["run_id"] in seen:      # laplace repeated per δ
-                continue
-            seen.add(run["run_id"])
-            runs.append(run)
+        for method in _list(cfg["method"]):
+            if method not in METHODS:
+                raise BadInput(f"unknown method {method!r} for {ds_name}: use {', '.join(METHODS)}")
+            if method in REFERENCES:       # non-private: no mechanism, no ε
+                mechs, epsilons, deltas = ["none"], [math.inf], [0.0]
+            elif method == "dpspin":
+                mechs, epsilons, deltas = _list(cfg["mechanism"]), _list(cfg["epsilon"]), _list(cfg["delta"])
+            else:
+                mechs = [x for x in _list(cfg["mechanism"]) if x in _list(cfg["baseline_mechanisms"])]
+                epsilons, deltas = _list(cfg["epsilon"]), _list(cfg["delta"])
+            for n, m, K, L, mech, eps, delta, B, seed in itertools.product(
+                    sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), mechs, epsilons, deltas, Bs, seeds):
+                run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps,
+                                 delta=delta, B=B, seed=seed, method=method)
+                if run["run_id"] in seen:      # laplace (and the references) repeated per δ
+                    continue
+                seen.add(run["run_id"])
+                runs.append(run)
     return runs
 
 
 def run_config(cfg: dict, grid_name: str, *, unit, n, m, K, L, mechanism, epsilon, delta, B, seed,
-               probe: dict | None = None) -> dict:
+               probe: dict | None = None, method: str = "dpspin") -> dict:
     run = {k: copy.deepcopy(cfg.get(k)) for k in SCALARS if k != "seeds"}
+    reference = method in REFERENCES
     run.update({
-        "grid": grid_name, "dataset": cfg["dataset"], "unit": unit,
+        "grid": grid_name, "dataset": cfg["dataset"], "unit": unit, "method": method,
         "n_records": int(n) if unit == "record" else None,
         "n_users": int(n) if unit == "user" else None,
         "m": None if m in (None, "all") else int(m),
         "K": int(K), "L": int(L), "mechanism": mechanism, "epsilon": float(epsilon),
-        "delta": 0.0 if mechanism == "laplace" else float(delta),
+        "delta": 0.0 if mechanism in ("laplace", "none") else float(delta),
         "B": float(B) if unit == "user" else 1.0,
         "seed": int(seed),
         "probe": probe,
     })
     run["prep_key"] = prep_key(run)
     run["run_id"] = run_id(run)
-    request_of(run)   # a bad grid value fails at expansion, before any run starts
+    if not reference:
+        request_of(run)   # a bad grid value fails at expansion, before any run starts
+    if method != "dpspin":
+        from dpspin_sql.experiment.baselines import check_settings
+
+        check_settings(run)
     return run
 
 
@@ -259,8 +307,14 @@ def request_of(run: dict):
 def run_id(run: dict) -> str:
     n = f"n{run['n_records']}" if run["unit"] == "record" else f"u{run['n_users']}"
     m = "mall" if run["m"] is None else f"m{run['m']}"
-    parts = [run["dataset"], run["unit"], n, m, f"K{run['K']}", f"L{run['L']}", f"B{run['B']:g}",
-             run["mechanism"], f"eps{run['epsilon']:g}", f"d{run['delta']:g}"]
+    parts = [run["dataset"], run["unit"], n, m, f"K{run['K']}", f"L{run['L']}", f"B{run['B']:g}"]
+    method = run.get("method", "dpspin")
+    if method in REFERENCES:
+        parts.append(method)
+    else:
+        if method != "dpspin":
+            parts.append(method)
+        parts += [run["mechanism"], f"eps{run['epsilon']:g}", f"d{run['delta']:g}"]
     if run.get("probe"):
         parts.append(f"probe{run['probe']['support']}")
     parts.append(f"s{run['seed']}")
@@ -298,3 +352,38 @@ def _list(x) -> list:
 def _resolve(p: str, ddir: Path) -> Path:
     p = Path(os.path.expanduser(str(p)))
     return p if p.is_absolute() else ddir / p
+
+
+def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:
+    unknown = set(spec) - {"dataset", "label", "description", "texts", "support", "unit", "seeds"} - set(PROBE_SWEPT)
+    if unknown:
+        raise BadInput(f"unknown probe setting(s): {', '.join(sorted(unknown))}")
+    label = spec.get("label") or DEFAULT_PROBE["label"]
+    description = spec.get("description", DEFAULT_PROBE["description"] if "label" not in spec else "")
+    texts = spec.get("texts") or DEFAULT_PROBE["texts"]
+    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise BadInput("probe texts must be a non-empty list of strings")
+    supports = _list(spec.get("support", [0, 5, 10, 20, 40, 80]))
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in supports):
+        raise BadInput("probe support values must be non-negative integers")
+    cfg = dict(base)
+    for k in PROBE_SWEPT:
+        if k in spec:
+            cfg[k] = spec[k]
+    unit = spec.get("unit", "record")
+    if unit not in ("record", "user"):
+        raise BadInput(f"probe unit must be record or user, not {unit!r}")
+    seeds = seed_list(spec.get("seeds", 10))
+    sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
+    Bs = _list(cfg["B"]) if unit == "user" else [1.0]
+    runs, seen = [], set()
+    for s, n, m, K, L, mech, eps, delta, B, seed in itertools.product(
+            supports, sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
+            _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
+        probe = {"label": label, "description": description, "texts": list(texts), "support": int(s)}
+        run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps, delta=delta,
+                         B=B, seed=seed, probe=probe)
+        if run["run_id"] not in seen:
+            seen.add(run["run_id"])
+            runs.append(run)
+    return runs

@@ -1,7 +1,7 @@
-"""Metric functions of SPEC §6. Pure: arrays and strings in, numbers out.
+"""Metric functions of docs/DESIGN.md §9. Pure: arrays and strings in, numbers out.
 
 Notation: `C` is the non-private sketch (float, one entry per atom in dictionary order),
-`S* = Top_L(C)` with the SPEC tie-break (higher mass first, then lower index),
+`S* = Top_L(C)` with the plan's tie-break (higher mass first, then lower index),
 `M(S; C) = Σ_{j∈S} C_j`, and `S̃` the admitted positions of a released plan.
 
 These numbers use non-private values; they are evaluation output of the curator's
@@ -162,6 +162,48 @@ def text_metrics(summary: str, reference: str) -> dict:
             "text_tfidf_cosine": tfidf_cosine(summary, reference)}
 
 
+# ---------------------------------------------------------------- theme coverage
+
+
+def content_word_set(labels: Iterable[str]) -> set[str]:
+    """Content words of labels: tokens of two letters or more that are not English stop words."""
+    stop = _stop_words()
+    return {w for lab in labels for w in tokens(lab) if len(w) >= 2 and w not in stop and not w[0].isdigit()}
+
+
+def theme_coverage(themes: Sequence[str], released: Iterable[str], fields: Sequence[Sequence[str]] | None = None,
+                   prefix: str = "") -> dict:
+    """How much of a list of reference themes a release names (comparable across methods
+    whose released labels differ in kind: atoms, keywords, categories, cluster keywords).
+
+    - `exact`: fraction of themes released verbatim (case-insensitive);
+    - `field` (with `fields`, a theme's taxonomy values, e.g. CFPB product / issue /
+      sub-issue): fraction of themes one of whose values, or the label, is released;
+    - `word_recall`: mean over themes of the fraction of the theme's content words found
+      among the content words of all released labels.
+    """
+    rel = [r.strip().lower() for r in released if r and r.strip()]
+    rel_set = set(rel)
+    words = content_word_set(rel)
+    n = len(themes)
+    out: dict = {}
+    if n == 0:
+        return {f"{prefix}exact": None, f"{prefix}word_recall": None} | ({f"{prefix}field": None} if fields else {})
+    out[f"{prefix}exact"] = sum(1 for t in themes if t.strip().lower() in rel_set) / n
+    if fields is not None:
+        hit = 0
+        for t, fs in zip(themes, fields):
+            names = {t.strip().lower()} | {str(f).strip().lower() for f in fs if f}
+            hit += bool(names & rel_set)
+        out[f"{prefix}field"] = hit / n
+    recalls = []
+    for t in themes:
+        cw = content_word_set([t])
+        recalls.append(len(cw & words) / len(cw) if cw else 0.0)
+    out[f"{prefix}word_recall"] = math.fsum(recalls) / n
+    return out
+
+
 # ---------------------------------------------------------------- verifier metrics
 
 _COMPARISON = re.compile(
@@ -191,7 +233,7 @@ def count_comparisons(text: str) -> int:
 
 def verifier_metrics(summary: str, violations: Sequence[dict], admitted_labels: Iterable[str],
                      accepted: bool, attempts_used: int, fallback_used: bool = False) -> dict:
-    """SPEC §6 verifier measures of one final summary.
+    """docs/DESIGN.md §9 verifier measures of one final summary.
 
     unsupported_atom_rate = mentions of atoms outside S̃ / all atom mentions, where the
     outside mentions are the verifier's `unadmitted_atom` violations and the inside ones

@@ -1,4 +1,4 @@
-"""The probe-atom experiment (paper §6.3, SPEC §6).
+"""The probe-atom experiment (paper §6.3, docs/DESIGN.md §9).
 
 A public probe atom — label and description fixed in the grid file, before any target
 record is read — is appended to the dictionary built on the auxiliary split. For each
@@ -25,9 +25,8 @@ from __future__ import annotations
 import itertools
 
 import duckdb
-import pyarrow as pa
 
-from dpspin_sql import queries
+from dpspin_sql import queries, store
 from dpspin_sql.errors import BadInput
 
 PROBE_PREFIX = "probe-"
@@ -44,43 +43,6 @@ DEFAULT_PROBE = {
     ],
 }
 PROBE_SWEPT = ("n_records", "n_users", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
-
-
-def expand_probe(spec: dict, base: dict, grid_name: str) -> list[dict]:
-    from dpspin_sql.experiment.grid import _list, run_config, seed_list
-
-    unknown = set(spec) - {"dataset", "label", "description", "texts", "support", "unit", "seeds"} - set(PROBE_SWEPT)
-    if unknown:
-        raise BadInput(f"unknown probe setting(s): {', '.join(sorted(unknown))}")
-    label = spec.get("label") or DEFAULT_PROBE["label"]
-    description = spec.get("description", DEFAULT_PROBE["description"] if "label" not in spec else "")
-    texts = spec.get("texts") or DEFAULT_PROBE["texts"]
-    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise BadInput("probe texts must be a non-empty list of strings")
-    supports = _list(spec.get("support", [0, 5, 10, 20, 40, 80]))
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in supports):
-        raise BadInput("probe support values must be non-negative integers")
-    cfg = dict(base)
-    for k in PROBE_SWEPT:
-        if k in spec:
-            cfg[k] = spec[k]
-    unit = spec.get("unit", "record")
-    if unit not in ("record", "user"):
-        raise BadInput(f"probe unit must be record or user, not {unit!r}")
-    seeds = seed_list(spec.get("seeds", 10))
-    sizes = _list(cfg["n_records"] if unit == "record" else cfg["n_users"])
-    Bs = _list(cfg["B"]) if unit == "user" else [1.0]
-    runs, seen = [], set()
-    for s, n, m, K, L, mech, eps, delta, B, seed in itertools.product(
-            supports, sizes, _list(cfg["m"]), _list(cfg["K"]), _list(cfg["L"]), _list(cfg["mechanism"]),
-            _list(cfg["epsilon"]), _list(cfg["delta"]), Bs, seeds):
-        probe = {"label": label, "description": description, "texts": list(texts), "support": int(s)}
-        run = run_config(cfg, grid_name, unit=unit, n=n, m=m, K=K, L=L, mechanism=mech, epsilon=eps, delta=delta,
-                         B=B, seed=seed, probe=probe)
-        if run["run_id"] not in seen:
-            seen.add(run["run_id"])
-            runs.append(run)
-    return runs
 
 
 def install_probe_atom(con: duckdb.DuckDBPyConnection, spec: dict, manifest: dict) -> dict:
@@ -114,30 +76,26 @@ def insert_probe_records(con: duckdb.DuckDBPyConnection, spec: dict, K: int) -> 
         return info
     texts = [spec["texts"][i % len(spec["texts"])] for i in range(s)]
     ids = [f"{PROBE_PREFIX}{i:06d}" for i in range(s)]
-    reader = con.cursor()   # load_scorer leaves its result open; keep it off this connection
+    reader = store.cursor(con)   # load_scorer leaves its result open; keep it off this connection
     try:
         scorer = load_scorer(reader)
     finally:
         reader.close()
     rows = scorer.score_top_k(texts, int(K))
     info["assigned_to_probe"] = float(sum(w for r in rows for a, w in r if a == probe_atom.atom_id))
-    con.register("probe_records", pa.table({"record_id": ids, "user_id": [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)],
-                                            "text": texts}))
     rid, aid, wts = [], [], []
     for record_id, kept in zip(ids, rows):
         for atom_id, weight in kept:
             rid.append(record_id)
             aid.append(int(atom_id))
             wts.append(float(weight))
-    con.register("probe_assignments", pa.table({"record_id": pa.array(rid, pa.string()),
-                                                "atom_id": pa.array(aid, pa.int32()),
-                                                "weight": pa.array(wts, pa.float64())}))
-    try:
+    users = [f"{PROBE_PREFIX}user-{i:06d}" for i in range(s)]
+    with store.staged(con, "probe_records", {"record_id": (ids, object), "user_id": (users, object),
+                                             "text": (texts, object)}), \
+            store.staged(con, "probe_assignments", {"record_id": (rid, object), "atom_id": (aid, "int32"),
+                                                    "weight": (wts, "float64")}):
         con.execute(queries.load("probe_insert_records"))
         con.execute(queries.load("probe_insert_assignments"))
-    finally:
-        con.unregister("probe_records")
-        con.unregister("probe_assignments")
     return info
 
 

@@ -1,4 +1,4 @@
-"""Grouped summaries across seeds (SPEC §7), written as CSV and Markdown.
+"""Grouped summaries across seeds (docs/DESIGN.md §9), written as CSV and Markdown.
 
 Runs with the same dataset, unit, sample size (n_records or n_users), m, K, L, mechanism,
 ε, δ and B form one group; each metric is summarised by mean, min, max and standard
@@ -14,11 +14,11 @@ import math
 from pathlib import Path
 
 from dpspin_sql.experiment.metrics import describe
-from dpspin_sql.experiment.runner import load_runs
+from dpspin_sql.experiment.artifacts import load_runs
 
 KEYS = ("dataset", "unit", "n", "m", "K", "L", "mechanism", "epsilon", "delta", "B")
 PROBE_KEYS = KEYS + ("probe_support",)
-METRICS = ("overlap_at_L", "mass_retained", "loss_L", "mass_topL", "boundary_gap", "noise_scale",
+METRICS = ("overlap_at_L", "mass_retained", "loss_L", "mass_topL", "boundary_gap", "sketch_mass", "noise_scale",
            "full_err_linf", "full_err_l1", "full_err_l2", "sel_err_linf", "sel_err_l1", "sel_err_l2",
            "verifier_accepted", "verifier_attempts", "verifier_fallback", "unsupported_atom_rate",
            "unsupported_comparison_rate",
@@ -31,10 +31,13 @@ MECH_ORDER = {"laplace": 0, "gaussian": 1, "private_topL": 2}
 
 
 def group_key(config: dict, probe: bool = False) -> tuple:
-    """The grouping key of one run's final configuration (SPEC §7)."""
+    """The grouping key of one run's final configuration (docs/DESIGN.md §9)."""
     n = config.get("n_records") if config["unit"] == "record" else config.get("n_users")
     m = config.get("m_effective", config.get("m"))
-    key = (config["dataset"], config["unit"], int(n), m, int(config["K"]), int(config["L"]), config["mechanism"],
+    mech = config["mechanism"]
+    if config.get("method", "dpspin") != "dpspin":   # baselines and references (comparison.py)
+        mech = config["method"] if mech == "none" else f"{config['method']}:{mech}"
+    key = (config["dataset"], config["unit"], int(n), m, int(config["K"]), int(config["L"]), mech,
            float(config["epsilon"]), float(config["delta"]), float(config["B"]))
     if probe:
         key += (int(config["probe"]["support"]),)
@@ -205,6 +208,9 @@ def write_report(out: str | Path, epsilons: list[float] | None = None) -> dict:
     if probe_rows:
         (rdir / "probe.csv").write_text(to_csv(probe_rows, PROBE_KEYS), encoding="utf-8")
         md += "\n" + probe_markdown(probe_rows)
+    from dpspin_sql.experiment import comparison
+
+    md += "\n" + comparison.write(out, runs, epsilons)
     md += "\n" + failures_markdown(runs)
     (rdir / "grouped.md").write_text(md, encoding="utf-8")
     if epsilons:

@@ -37,10 +37,9 @@ import yaml
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment import metrics as M
+from dpspin_sql.experiment.artifacts import OWNED, RUN_FILES, clean, load_runs, run_state  # noqa: F401
 from dpspin_sql.experiment.grid import Grid, load_grid
 
-RUN_FILES = ("config.yaml", "private_plan.json", "summary.txt", "verifier_attempts.json", "metrics.json")
-OWNED = ("runs", "prep", "stats", "report", "plots", "grid.yaml")
 
 
 @dataclasses.dataclass
@@ -55,30 +54,6 @@ class GridResult:
 
 
 # ------------------------------------------------------------------ directory state
-
-def clean(out: Path) -> None:
-    """Remove what an earlier grid left in `out` (only the harness's own entries)."""
-    for name in OWNED:
-        p = out / name
-        if p.is_dir():
-            shutil.rmtree(p)
-        elif p.exists():
-            p.unlink()
-
-
-def run_state(run_dir: Path) -> str:
-    """'done', 'failed' or 'missing'."""
-    if not run_dir.is_dir():
-        return "missing"
-    mpath = run_dir / "metrics.json"
-    if mpath.exists() and all((run_dir / f).exists() for f in RUN_FILES):
-        try:
-            if json.loads(mpath.read_text(encoding="utf-8")).get("status") == "ok":
-                return "done"
-        except json.JSONDecodeError:
-            pass
-    return "failed"
-
 
 def _claim_grid(out: Path, grid: Grid) -> None:
     """Write grid.yaml, or refuse to mix this grid's runs with another grid's."""
@@ -96,7 +71,7 @@ def _claim_grid(out: Path, grid: Grid) -> None:
 # ------------------------------------------------------------------ the grid
 
 def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = False, show_progress: bool = True,
-             post: bool = True, console=None) -> GridResult:
+             post: bool = True, plots: bool = True, console=None) -> GridResult:
     """Run (or resume) every run of the grid; afterwards write stats, report and plots."""
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
@@ -147,17 +122,19 @@ def run_grid(grid: Grid | str | Path, out: str | Path, *, clean_first: bool = Fa
     result = GridResult(out, len(grid.runs), done_before, ok, failed, round(time.perf_counter() - started, 2),
                         failures)
     if post:
-        postprocess(grid, out)
+        postprocess(grid, out, plots=plots)
     return result
 
 
-def postprocess(grid: Grid, out: Path) -> None:
-    """Dataset statistics, grouped tables and plots from the finished runs."""
-    from dpspin_sql.experiment import plots, report, stats
+def postprocess(grid: Grid, out: Path, *, plots: bool = True) -> None:
+    """Dataset statistics, grouped tables and (with the plots extra) plots from the finished runs."""
+    from dpspin_sql.experiment import plots as plots_mod
+    from dpspin_sql.experiment import report, stats
 
     stats.write_all(grid, out)
     tables = report.write_report(out)
-    plots.write_all(out, tables)
+    if plots:
+        plots_mod.write_all(out, tables)
 
 
 @contextlib.contextmanager
@@ -200,6 +177,18 @@ class Prep:
         self.atoms = current_atoms(self.con)
         self.dictionary_id = current_dictionary_id(self.con)
         self.truth_keys = manifest.get("truth_keys")
+        self._public: dict = {}
+
+    def public(self, run: dict):
+        """The baselines' public vocabularies and features, fitted on aux once per setting."""
+        from dpspin_sql.experiment import baselines
+
+        key = json.dumps({k: run.get(k) for k in ("keyword_vocab_size", "keyword_vocabulary", "category_field",
+                                                  "category_vocab_size", "category_exclude", "urania_dim",
+                                                  "urania_clusters", "split_seed")}, sort_keys=True, default=str)
+        if key not in self._public:
+            self._public[key] = baselines.fit_public(self.con, run)
+        return self._public[key]
 
     def close(self) -> None:
         self.con.close()
@@ -225,7 +214,7 @@ class Prep:
 
 def prepare(run: dict, path: Path) -> dict:
     """load → split (seeded hash, user-disjoint at user level) → atoms on aux → assign."""
-    from dpspin_sql import assign, atoms, presets, split, store
+    from dpspin_sql import assign, atoms, builders, presets, split, store
 
     started = time.perf_counter()
     tmp = path.with_name(path.name + ".building")
@@ -238,10 +227,10 @@ def prepare(run: dict, path: Path) -> dict:
         loaded = presets.load_preset(con, run["preset"], run["input"], **opts)
         rep = split.split(con, run["unit"], float(run["aux_fraction"]), int(run["split_seed"]))
         if run["builder"] == "metadata":
-            _, manifest = atoms.build(con, "metadata", fields=list(run["fields"]), m=run["m"] or 10_000,
+            _, manifest = builders.build(con, "metadata", fields=list(run["fields"]), m=run["m"] or 10_000,
                                       min_support=int(run.get("min_support") or 1))
         else:
-            _, manifest = atoms.build(con, "phrases", profile=run.get("profile"), m=run["m"],
+            _, manifest = builders.build(con, "phrases", profile=run.get("profile"), m=run["m"],
                                       min_support=run.get("min_support"))
         if run.get("probe"):
             from dpspin_sql.experiment import probe
@@ -249,7 +238,7 @@ def prepare(run: dict, path: Path) -> dict:
             manifest = probe.install_probe_atom(con, run["probe"], manifest)
         if run["m"] is not None and manifest["m"] < run["L"]:
             raise BadInput(f"the dictionary has only m={manifest['m']} atoms, fewer than L={run['L']}")
-        arep = assign.assign(con, run["scorer"], K=int(run["K"]))
+        arep = assign.assign(con, run["scorer"], K=int(run["K"]), renormalise=bool(run.get("renormalise", True)))
         truth_keys = None
         if run.get("truth_fields") and run["builder"] == "metadata" and run["truth_fields"] == run["fields"]:
             by_label = {e["label"]: e["values"] for e in manifest.get("atoms", [])}
@@ -317,6 +306,8 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
         probe_info = probe.insert_probe_records(con, run["probe"], int(run["K"]))
     try:
         n_rec, n_usr = con.execute(queries.load("experiment_target_counts")).fetchall()[0]
+        if run.get("method", "dpspin") != "dpspin":
+            return _run_baseline(prep, run, out, rep, n_rec, n_usr)
         request = request_of(run)
         sk = compute_sketch(con, request.unit, request.K, request.B)
         truth = _truth_vector(con, prep) if prep.truth_keys else None
@@ -351,6 +342,7 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     met: dict = {"run_id": run["run_id"], "status": "ok"}
     met.update(M.plan_metrics(C, admitted, L))
     met["boundary_gap"] = M.boundary_gap(C, L)
+    met["sketch_mass"] = float(np.sum(C))    # ‖C‖₁: how much of each unit's mass the assignment spends
     met["noise_scale"] = plan.noise_scale
     if full_noisy is not None:
         met.update(M.full_errors(C, full_noisy))
@@ -363,6 +355,10 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
                                   [a.label for a in plan.atoms], accepted=result.accepted,
                                   attempts_used=used, fallback_used=result.fallback_used))
     met.update(M.text_metrics(result.text, ref.text))
+    met.update(_judge(run, result.text, plan, out))
+    met.update(_coverage(prep, C, truth, L, [a.label for a in plan.atoms]))
+    met["released_labels"] = len(plan.atoms)
+    met["released_words"] = len(M.content_word_set(a.label for a in plan.atoms))
     if truth is not None:
         met.update(M.plan_metrics(truth, admitted, L, prefix="truth_"))
         met["np_truth_overlap_at_L"] = M.plan_metrics(truth, s_star, L)["overlap_at_L"]
@@ -394,6 +390,109 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
         "noise_scale": plan.noise_scale,
         "noise_source": plan.noise_source,
         "probe_records": probe_info["inserted"] if probe_info else None,
+    })
+    return cfg, met
+
+
+def _judge(run: dict, summary: str, plan, out: Path) -> dict:
+    """The optional release-conditioned judge (judge.py): it sees the released object only."""
+    if not run.get("judge_base_url"):
+        return {}
+    from dpspin_sql.experiment import judge
+
+    rec = judge.judge(summary, plan, judge.JudgeConfig(base_url=run["judge_base_url"], model=run.get("judge_model")))
+    (out / "judge.json").write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return judge.metrics(rec)
+
+
+def _coverage(prep: Prep, C, truth, L: int, released: list[str]) -> dict:
+    """Theme coverage of the released labels: of the non-private DP-SPIN top-L themes and,
+    for CFPB, of the true top-L Product / Issue / Sub-issue themes (metrics.theme_coverage)."""
+    s_star = M.top_l(C, L)
+    out = M.theme_coverage([prep.atoms[j].label for j in s_star], released, prefix="np_theme_")
+    if truth is not None:
+        top = [j for j in M.top_l(truth, L) if truth[j] > 0]
+        fields = [[v for v in (prep.truth_keys[j] or []) if v] for j in top]
+        out.update(M.theme_coverage([prep.atoms[j].label for j in top], released, fields, prefix="truth_theme_"))
+    return out
+
+
+def _run_baseline(prep: Prep, run: dict, out: Path, rep, n_rec, n_usr) -> tuple[dict, dict]:
+    """A DP baseline or a non-private reference on the same sample as the DP-SPIN runs
+    (docs/EXPERIMENTS.md "Baselines"); the DP ones are charged like a DP-SPIN release."""
+    from dpspin_sql.decode import summarize, write_summary
+    from dpspin_sql.experiment import baselines
+    from dpspin_sql.experiment.grid import REFERENCES, request_of
+    from dpspin_sql.mechanisms import NoisyRelease
+    from dpspin_sql.plan import make_plan
+    from dpspin_sql.request import Bounds
+    from dpspin_sql.sketch import run_sketch
+    from dpspin_sql.verify import verify
+
+    con = prep.con
+    method = run["method"]
+    L = int(run["L"])
+    bounds = Bounds(run["unit"], int(run["K"]), run["B"] if run["unit"] == "user" else None)
+    sk = run_sketch(con, bounds)
+    C = sk.as_float()
+    truth = _truth_vector(con, prep) if prep.truth_keys else None
+    atoms = prep.atoms
+    s_star = M.top_l(C, L)
+    reference = method in REFERENCES
+    # the text reference: the non-private DP-SPIN top-L plan, verbalized with the same public
+    # metadata as the DP-SPIN run at this mechanism and ε (for a reference row: the exact plan itself)
+    if reference:
+        ref_plan = baselines.nonprivate_plan(atoms, s_star, [float(C[j]) for j in s_star], run, len(atoms))
+    else:
+        mech = prep.mechanism(request_of(run))
+        ref_plan = make_plan(NoisyRelease(admitted=s_star, noisy_mass=[float(C[j]) for j in s_star]), mech, atoms,
+                             prep.dictionary_id or "")
+    ref = summarize(ref_plan, decoder=run["decoder"], max_attempts=int(run["max_attempts"]))
+    ledger_dataset = None if reference else f"{run['run_id']}#{uuid.uuid4().hex[:8]}"
+    ctx = baselines.Context(con, atoms, prep.dictionary_id or "", C, s_star, truth, None, None, ref.text,
+                            ledger_dataset)
+    pub = prep.public(run)
+    plan_dict, met0, plan = baselines.run_method(ctx, run, out, pub)
+    dictionary = [{"atom_id": a["atom_id"], "label": a["label"]} for a in plan_dict["atoms"]]
+    if method in ("keyword_hist", "category_hist"):
+        side = json.loads((out / ("private_plan.dictionary.json")).read_text(encoding="utf-8"))
+        dictionary = [{"atom_id": a["atom_id"], "label": a["label"]} for a in side["atoms"]]
+    result = summarize(plan, decoder=run["decoder"], max_attempts=int(run["max_attempts"]), dictionary=dictionary)
+    write_summary(result, out / "summary.txt", out / "verifier_attempts.json")
+    released = [a.label for a in plan.atoms]
+    met: dict = {"run_id": run["run_id"], "status": "ok", "method": method, "non_private": reference}
+    met.update(met0)
+    final_verdict = verify(result.text, plan, dictionary)
+    used = sum(1 for a in result.attempts if a.get("attempt") != "fallback")
+    met.update(M.verifier_metrics(result.text, [v.to_dict() for v in final_verdict.violations], released,
+                                  accepted=result.accepted, attempts_used=used, fallback_used=result.fallback_used))
+    met.update(M.text_metrics(result.text, ref.text))
+    met.update(_judge(run, result.text, plan, out))
+    met.update(_coverage(prep, C, truth, L, released))
+    if method == "np_plan":
+        met.update(M.plan_metrics(C, s_star, L))
+    met["released_labels"] = len(released)
+    met["released_words"] = len(M.content_word_set(released))
+    met["n_records_effective"] = int(sk.n_records)
+    met["n_users_effective"] = int(sk.n_users) if run["unit"] == "user" else int(n_usr)
+    cost = plan_dict.get("privacy_cost") or {}
+    cfg = dict(run)
+    cfg.update({
+        "data_dir": str(Path(run["input"]).parent.parent),
+        "n_records_effective": int(sk.n_records),
+        "n_users_effective": met["n_users_effective"],
+        "sampled_units": rep.sampled_units,
+        "target_records_with_user_id": int(n_rec) if n_usr else 0,
+        "m_effective": int(plan_dict.get("m") or len(atoms)),
+        "dictionary": plan_dict.get("dictionary"),
+        "prep_store": str(prep.path),
+        "ledger_dataset": ledger_dataset,
+        "release_id": plan_dict.get("release_id"),
+        "privacy_cost": None if reference else {"epsilon": cost.get("epsilon"), "delta": cost.get("delta")},
+        "non_private": reference,
+        "noise_scale": plan_dict.get("noise_scale"),
+        "noise_source": plan_dict.get("noise_source"),
+        "probe_records": None,
     })
     return cfg, met
 
@@ -459,26 +558,6 @@ def _json_default(o):
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def load_runs(out: str | Path) -> list[dict]:
-    """Every finished or failed run under out/runs: {'config', 'metrics' | None, 'error' | None}."""
-    runs = []
-    for d in sorted((Path(out) / "runs").iterdir()) if (Path(out) / "runs").is_dir() else []:
-        if not d.is_dir() or d.name.startswith("."):
-            continue
-        cfg_path = d / "config.yaml"
-        if not cfg_path.exists():
-            continue
-        cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-        state = run_state(d)
-        entry = {"dir": d, "config": cfg, "metrics": None, "error": None}
-        if state == "done":
-            entry["metrics"] = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
-        elif (d / "error.json").exists():
-            entry["error"] = json.loads((d / "error.json").read_text(encoding="utf-8"))
-        runs.append(entry)
-    return runs
 
 
 Tick = Callable[[bool], None]

@@ -7,15 +7,13 @@
 from __future__ import annotations
 
 
-def audit_statement(sql: str):
-    """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement."""
-    from dpspin_sql.sql.audit import audit
-    from dpspin_sql.sql.dialect import parse
-
-    return audit(parse(sql))
-
-
 def __getattr__(name: str):
+    """`audit_statement`, `run_sql` and `emit_sketch`, imported when first used (the dialect
+    and the audit load sqlglot, which a plain `import dpspin_sql` should not pay for)."""
+    if name == "audit_statement":
+        from dpspin_sql.sql.audit import audit_statement
+
+        return audit_statement
     if name in ("run_sql", "emit_sketch"):
         from dpspin_sql.sql import run
 

@@ -11,11 +11,16 @@ The accepted shape (docs/SQL.md) is narrow on purpose:
 The audit is a whitelist over the syntax tree: every clause, node type and column is
 checked against what is allowed, and anything else is refused with the offending part
 of the statement. A WHERE predicate may only be a deterministic function of one row
-(no subqueries, aggregates, windows, parameters or unknown functions); each of its
-top-level AND terms must read either records columns (it then selects which target
-records enter the sketch) or assignments columns (it selects assignment rows before
-the enforced clip). Either way it runs before the bounds are imposed, so it cannot
-raise a unit's contribution above the bound the release is charged for.
+(no subqueries, aggregates, windows, parameters or unknown functions), and it must be
+*total*: `totality.py` types it and validates every argument that could make it raise,
+so no record can make an accepted statement fail (the zero-budget error oracle). Each
+of its top-level AND terms must read either records columns (it then selects which
+target records enter the sketch) or assignments columns (it selects assignment rows
+before the enforced clip). Either way it runs before the bounds are imposed, so it
+cannot raise a unit's contribution above the bound the release is charged for.
+
+Every check is static: the audit reads the statement only, never the store, so a
+refusal can never depend on the data.
 """
 from __future__ import annotations
 
@@ -23,11 +28,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dpspin_sql.errors import BadInput
 from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sql.dialect import DifferentialPrivacy, DpspinMass
 from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.options import DPOptions, read_options, to_request
 from dpspin_sql.sql.rewrite import SketchFilters
+from dpspin_sql.sql.totality import check_predicate, unqualified
 
 ASSIGNMENTS = "assignments"
 RECORDS = "records"
@@ -48,26 +55,6 @@ _CLAUSE_NAMES = {
 }
 _EXPOSING = {"order", "limit", "offset", "having", "qualify", "distinct"}
 
-# Node types a WHERE predicate may contain: deterministic functions of one row.
-_WHERE_NODES = (
-    exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
-    exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape,
-    exp.RegexpLike, exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Neg, exp.Add,
-    exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Cast, exp.TryCast, exp.DataType, exp.DataTypeParam,
-    exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Substring, exp.Coalesce, exp.StartsWith, exp.DPipe,
-    exp.Concat, exp.JSONExtract, exp.JSONExtractScalar, exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey,
-    exp.JSONPathSubscript, exp.Abs, exp.Var,
-)
-# Arguments that must be literals: a pattern or path read from the data could be
-# invalid on some rows, and a query that fails on one record is an oracle about it.
-_LITERAL_ARGS = {exp.RegexpLike: ("expression",), exp.Escape: ("expression",),
-                 exp.Like: ("expression",), exp.ILike: ("expression",),   # a bad escape in a pattern raises
-                 exp.JSONExtract: ("expression",), exp.JSONExtractScalar: ("expression",)}
-_WHERE_ARGS = {  # node type -> args allowed to be set (keeps e.g. IN (subquery) and IN UNNEST out)
-    exp.In: {"this", "expressions", "is_global"},
-}
-
-
 @dataclass
 class Audited:
     """What an accepted statement asks for: the release request and the sketch's filters."""
@@ -87,7 +74,26 @@ class Audited:
         return SketchFilters(self.records_filter, self.assignments_filter)
 
 
+def audit_statement(sql: str) -> Audited:
+    """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement."""
+    from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
+
+    try:
+        statement = parse(sql)
+    except MoreThanOneStatement as many:
+        refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
+               many.statements[1])
+    return audit(statement)
+
+
 def audit(statement: exp.Expression) -> Audited:
+    try:
+        return _audit(statement)
+    except RecursionError:  # parse() bounds the depth; this is the last line of defence
+        raise BadInput("the SQL statement is nested too deeply to audit") from None
+
+
+def _audit(statement: exp.Expression) -> Audited:
     select = _check_root(statement)
     scope = _Scope(select)
     _check_projections(select, scope)
@@ -280,60 +286,33 @@ def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expression | No
     where = select.args.get("where")
     if where is None:
         return None, None
-    for node in where.this.walk():  # subqueries first: they are the reason, whatever holds them
+    for node in where.this.walk():  # the reasons that name a construct come first, whatever holds it
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
             refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
     for node in where.this.walk():
-        _check_where_node(node, scope)
+        if isinstance(node, exp.Window):
+            refuse("a window function in WHERE reads other rows; a filter reads one row", node)
+        if isinstance(node, exp.AggFunc):
+            refuse(f"aggregate {node.key.upper()} in WHERE reads other rows; a filter reads one row", node)
+        if isinstance(node, (exp.Placeholder, exp.Parameter)):
+            refuse("parameters are not allowed in WHERE", node)
+        if isinstance(node, exp.Column):
+            scope.resolve(node, "WHERE")
+    # totality: the filter is typed and every argument that could make it raise is checked,
+    # so that no record can make the query fail (sql/totality.py)
+    check_predicate(where.this, lambda column: scope.resolve(column, "WHERE"))
     on_records, on_assignments = [], []
     for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
         tables = {scope.resolve(c, "WHERE")[0] for c in term.find_all(exp.Column)}
         names = {scope.resolve(c, "WHERE")[1] for c in term.find_all(exp.Column)}
         if tables <= {RECORDS} or names <= {"record_id"}:
-            on_records.append(_unqualified(term))
+            on_records.append(unqualified(term))
         elif tables == {ASSIGNMENTS}:
-            on_assignments.append(_unqualified(term))
+            on_assignments.append(unqualified(term))
         else:
             refuse("a WHERE term mixes records and assignments columns; split it into AND-ed terms "
                    "that each read one table", term)
     return _conjoin(on_records), _conjoin(on_assignments)
-
-
-def _check_where_node(node: exp.Expression, scope: _Scope) -> None:
-    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
-        refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
-    if isinstance(node, exp.Window):
-        refuse("a window function in WHERE reads other rows; a filter reads one row", node)
-    if isinstance(node, exp.AggFunc):
-        refuse(f"aggregate {node.key.upper()} in WHERE reads other rows; a filter reads one row", node)
-    if isinstance(node, (exp.Placeholder, exp.Parameter)):
-        refuse("parameters are not allowed in WHERE", node)
-    if not isinstance(node, _WHERE_NODES):
-        name = node.name if isinstance(node, exp.Anonymous) else node.key.upper()
-        refuse(f"{name} is not on the list of per-row operations a WHERE filter may use (docs/SQL.md)", node)
-    allowed = _WHERE_ARGS.get(type(node))
-    if allowed is not None:
-        for key, value in node.args.items():
-            if value and key not in allowed:
-                refuse(f"{node.key.upper()} with {key} is not allowed in WHERE", node)
-    for key in _LITERAL_ARGS.get(type(node), ()):
-        arg = node.args.get(key)
-        if arg is not None and not isinstance(arg, (exp.Literal, exp.JSONPath)):
-            refuse(f"the {key} of {node.key.upper()} must be a literal: one read from the data could fail "
-                   "on some records and turn the query's success into an answer about them", arg)
-    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
-        refuse("CAST can fail on a record's value and reveal it; use TRY_CAST", node)
-    if isinstance(node, exp.Column):
-        scope.resolve(node, "WHERE")
-
-
-def _unqualified(term: exp.Expression) -> exp.Expression:
-    term = term.copy()
-    for column in term.find_all(exp.Column):
-        column.set("table", None)
-        column.this.set("quoted", False)
-        column.this.set("this", column.name.lower())
-    return term
 
 
 def _conjoin(terms: list[exp.Expression]) -> exp.Expression | None:

@@ -10,6 +10,9 @@ contain is decided by `audit.py`, not here. The grammar is in docs/SQL.md.
 """
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
@@ -19,6 +22,31 @@ from sqlglot.tokens import TokenType
 from dpspin_sql.errors import BadInput
 
 NAME = "dpspin"
+
+# Bounds checked before and right after parsing, so that no statement can exhaust the
+# parser's or the generator's recursion (5,000 nested parentheses were an internal error,
+# exit 3): a longer or deeper statement is bad input, exit 2, one line.
+MAX_STATEMENT_CHARS = 100_000
+MAX_TOKENS = 20_000
+MAX_BRACKET_DEPTH = 32      # ( [ { nesting; sqlglot's parser recurses ~20 frames per level
+MAX_TREE_DEPTH = 128        # the parsed tree (chains like - - - 1 nest without brackets)
+
+# sqlglot reports through the `sqlglot` logger (e.g. "'CALL …' contains unsupported syntax");
+# with no handler Python's last-resort handler prints it on stderr. A library's logger gets
+# a NullHandler; `quiet()` also mutes it while we parse, whatever the embedding app set up.
+_LOG = logging.getLogger("sqlglot")
+_LOG.addHandler(logging.NullHandler())
+
+
+@contextmanager
+def quiet():
+    """Nothing from sqlglot's logger reaches stderr while the block runs."""
+    before = _LOG.disabled
+    _LOG.disabled = True
+    try:
+        yield
+    finally:
+        _LOG.disabled = before
 
 
 class DifferentialPrivacy(exp.Expression):
@@ -77,21 +105,72 @@ def parse(sql: str) -> exp.Expression:
     """Parse exactly one DP-SPIN statement; anything unparseable is BadInput (exit 2)."""
     if not sql or not sql.strip():
         raise BadInput("empty SQL statement")
+    _check_shape(sql)
     try:
-        statements = sqlglot.parse(sql, read=DPSpin, error_level=ErrorLevel.RAISE)
+        with quiet():
+            statements = sqlglot.parse(sql, read=DPSpin, error_level=ErrorLevel.RAISE)
     except (ParseError, TokenError) as exc:
         raise BadInput(f"cannot parse the SQL statement: {_first_error(exc)}") from None
+    except RecursionError:
+        raise BadInput("cannot parse the SQL statement: it is nested too deeply") from None
     statements = [s for s in statements if s is not None]
     if not statements:
         raise BadInput("empty SQL statement")
+    for statement in statements:
+        if tree_depth(statement) > MAX_TREE_DEPTH:
+            raise BadInput(f"the SQL statement is nested more than {MAX_TREE_DEPTH} levels deep")
     if isinstance(statements[0], _BARE_EXPRESSIONS):
         raise BadInput(f"not a SQL statement: {_snippet(sql)}")
     if len(statements) > 1:
-        from dpspin_sql.sql.errors import refuse
-
-        refuse(f"more than one statement (found {len(statements)}); run one DP statement at a time",
-               statements[1])
+        raise MoreThanOneStatement(statements)
     return statements[0]
+
+
+def _check_shape(sql: str) -> None:
+    """Length, NUL bytes, token count and bracket depth, from the tokens (no recursion)."""
+    if len(sql) > MAX_STATEMENT_CHARS:
+        raise BadInput(f"the SQL statement has {len(sql)} characters, more than {MAX_STATEMENT_CHARS}")
+    if "\x00" in sql:
+        raise BadInput("the SQL statement contains a NUL character")
+    try:
+        with quiet():
+            tokens = DPSpin().tokenize(sql)
+    except (ParseError, TokenError) as exc:
+        raise BadInput(f"cannot parse the SQL statement: {_first_error(exc)}") from None
+    if len(tokens) > MAX_TOKENS:
+        raise BadInput(f"the SQL statement has {len(tokens)} tokens, more than {MAX_TOKENS}")
+    level = deepest = 0
+    opening = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
+    closing = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
+    for token in tokens:
+        if token.token_type in opening:
+            level += 1
+            deepest = max(deepest, level)
+        elif token.token_type in closing:
+            level -= 1
+    if deepest > MAX_BRACKET_DEPTH:
+        raise BadInput(f"the SQL statement nests brackets {deepest} deep, more than {MAX_BRACKET_DEPTH}")
+
+
+def tree_depth(node: exp.Expression) -> int:
+    """Nesting depth of a syntax tree, computed without recursion. A chain of the same AND/OR
+    (a OR b OR c ...) counts as one level: sqlglot and the audit walk such chains iteratively."""
+    best, stack = 0, [(node, 1)]
+    while stack:
+        current, level = stack.pop()
+        best = max(best, level)
+        for child in current.iter_expressions():
+            flat = isinstance(child, exp.Connector) and type(child) is type(current)
+            stack.append((child, level if flat else level + 1))
+    return best
+
+
+class MoreThanOneStatement(Exception):
+    """Parsed, but not one statement: the audit refuses it (a refusal, not bad input)."""
+
+    def __init__(self, statements: list):
+        super().__init__(f"{len(statements)} statements")
+        self.statements = statements
 
 
 _BARE_EXPRESSIONS = (exp.Alias, exp.Column, exp.Identifier, exp.Literal, exp.Binary, exp.Unary,

@@ -23,10 +23,11 @@ def position(node: exp.Expression | None) -> tuple[int, int] | None:
 
 
 def snippet(node: exp.Expression, limit: int = 80) -> str:
-    from dpspin_sql.sql.dialect import DPSpin
+    from dpspin_sql.sql.dialect import DPSpin, quiet
 
     try:
-        text = node.sql(DPSpin, comments=False)
+        with quiet():
+            text = node.sql(DPSpin, comments=False)
     except Exception:  # a node the generator cannot print still gets refused
         text = node.key.upper()
     text = " ".join(text.split())

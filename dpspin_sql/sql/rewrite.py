@@ -11,10 +11,13 @@ puts the sketch source's relations in place of `records` and `assignments`
 (which assignment rows are read, before the clip) — and nothing else: every bound the
 release relies on is still imposed by the unchanged rest of the query.
 
-Each injected filter is guarded as COALESCE(TRY(filter), FALSE): a row on which it
-raises (a failed CAST, a bad regex, an overflow) simply does not match. Otherwise a
-query that fails or succeeds depending on one record's text would be an error oracle
-that answers any per-record question without spending budget.
+Each injected filter is in its *total form* (`totality.total_form`): the audit has proved
+that the filter cannot raise on any row (a query that fails or succeeds depending on
+one record would be an error oracle answering per-record questions for free), and the
+rewrite makes the arithmetic DOUBLE, divides by NULLIF(d, 0), writes LIKE patterns and
+JSON paths canonically for the engine, and guards the JSON column with json_valid on
+DuckDB. There is no TRY: a row that raised inside TRY made DuckDB re-run its chunk
+row by row, which was visible in the running time, and some errors escape TRY.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql import queries
+from dpspin_sql.sql.totality import total_form
 
 BASE_DIALECT = "duckdb"
 
@@ -70,29 +74,26 @@ def cte(tree: exp.Select, name: str) -> exp.Select:
 _cte = cte
 
 
-def guarded(term: exp.Expression) -> exp.Expression:
-    """A filter that cannot raise (see the module docstring)."""
-    return exp.func("COALESCE", exp.Try(this=term), exp.false())
-
-
-def rewrite(unit: str, filters: SketchFilters | None = None, source=None, *, store: bool = False) -> exp.Select:
-    """The enforced sketch query for `unit` over `source` (default: the store's tables) with
-    `filters` injected, in DuckDB SQL with $K/$scale/$bound placeholders ($canonical and
-    $keyed too with `store`, the DuckDB store query). Without filters or a source it is
-    the core query as written."""
+def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, source=None, *,
+            store: bool = False) -> exp.Select:
+    """The enforced sketch query for `unit` over `source` (default: the store's tables) with an
+    audited statement's `filters` injected in their total form for `dialect` (the engine the
+    query will run on), in DuckDB SQL with $K/$scale/$bound placeholders ($canonical and
+    $keyed too with `store`, the DuckDB store query). Without filters or a source it is the
+    core query as written."""
     tree = store_query(unit) if store else core_query(unit)
     if source is not None and not source.store:
         tree = bind_source(tree, unit, source)
     if filters is not None and filters.records is not None:
         target = cte(tree, "target")
-        target.where(guarded(filters.records.copy()), append=True, copy=False)
+        target.where(total_form(filters.records, dialect), append=True, copy=False)
     if filters is not None and filters.assignments is not None:
         cleaned = cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
-        term = filters.assignments.copy()
+        term = total_form(filters.assignments, dialect)
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
-        cleaned.where(guarded(term), append=True, copy=False)
+        cleaned.where(term, append=True, copy=False)
     return tree
 
 

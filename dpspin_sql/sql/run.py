@@ -15,7 +15,7 @@ from dpspin_sql import ledger
 from dpspin_sql.engines.base import ENGINES, make_engine
 from dpspin_sql.outputs import Outputs
 from dpspin_sql.request import RequestError
-from dpspin_sql.sql import audit_statement
+from dpspin_sql.sql.audit import audit_statement
 from dpspin_sql.sql.options import refuse_field
 from dpspin_sql.sql.transpile import sketch_sql
 
@@ -27,24 +27,29 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
             spark=None, spark_assign: str = "auto", pg=None, pg_dsn: str | None = None):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
-    Raises BadInput (unparseable, bad store), AuditRefusal (unsafe statement) or
+    `con` is a store connection (`dpspin_sql.store.connect`) or any DuckDB connection that
+    `dpspin_sql.install(con, STORE)` gave a store. Raises BadInput (unparseable, bad store,
+    a plain connection without a store), AuditRefusal (unsafe statement) or
     BudgetExceeded; in every one of those cases no plan is written and nothing is charged.
     `engine="spark"` computes the sketch on Spark (`spark` session, or a local one);
     `spark_assign` is auto | scorer | table (see dpspin_sql.engines.spark). `engine="postgres"`
     computes it on a PostgreSQL server (`pg` connection or `pg_dsn`) holding the tables.
     """
+    from dpspin_sql.embed import resolve
     from dpspin_sql.release import release
 
     audited = audit_statement(sql)
     runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg, pg_dsn=pg_dsn)
-    try:
-        return release(con, audited.request, runner, out=out_path, outputs=outputs, dataset=dataset,
-                       extra_params={"sql": " ".join(sql.split())})
-    except RequestError as exc:   # L > m: the option `top` asked for more atoms than there are
-        refuse_field(exc, audited.options, audited.statement.args["hint"])
+    with resolve(con) as con:   # a plain connection without install() is one clear error
+        try:
+            return release(con, audited.request, runner, out=out_path, outputs=outputs, dataset=dataset,
+                           extra_params={"sql": " ".join(sql.split())})
+        except RequestError as exc:   # L > m: the option `top` asked for more atoms than there are
+            refuse_field(exc, audited.options, audited.statement.args["hint"])
 
 
 def emit_sketch(sql: str, dialect: str = "duckdb") -> str:
-    """The audited statement's enforced sketch query for `dialect` (nothing is run or charged)."""
+    """The audited statement's enforced sketch query for `dialect` (nothing is run or charged):
+    one (atom_id, mass) row per atom, zeros included, for `dpspin release --from-sketch`."""
     audited = audit_statement(sql)
-    return sketch_sql(audited.request.bounds, audited.filters, dialect) + ";\n"
+    return sketch_sql(audited.request.bounds, audited.filters, dialect, complete=True) + ";\n"

@@ -88,9 +88,6 @@ def _bind_flags(tree: exp.Expression, flags: dict[str, bool]) -> exp.Expression:
                           if isinstance(n, exp.Placeholder) and n.name in flags else n)
 
 
-_HAS_TRY = {"trino"}
-
-
 def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
     """The engine-specific rewrites of the module docstring (none for DuckDB)."""
     if dialect == BASE_DIALECT:
@@ -116,20 +113,36 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
             return exp.Cast(this=exact, to=wide.copy())
         return node
 
-    def no_try(node: exp.Expression) -> exp.Expression:
-        # engines without TRY: the Spark engine runs with ANSI mode off (casts and
-        # division give NULL, not an error) and the audit admits only literal patterns
-        return node.this if isinstance(node, exp.Try) and dialect not in _HAS_TRY else node
-
-    tree = tree.transform(types).transform(no_try)
+    tree = tree.transform(types)
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
+_FULL_VECTOR = ("SELECT d.atom_id, CAST(COALESCE(s.mass, 0) AS HUGEINT) AS mass "
+                "FROM atoms AS d LEFT JOIN sketch_mass AS s ON s.atom_id = d.atom_id ORDER BY d.atom_id")
+
+
+def full_vector(tree: exp.Select) -> exp.Select:
+    """The sketch as the whole m-vector: one (atom_id, mass) row per atom of the `atoms`
+    table, zeros included. The core query returns only atoms some record hit; a warehouse
+    hands back all m rows, so the release can check the vector's length and atom ids
+    against the store's dictionary (`dpspin_sql.warehouse`)."""
+    core = tree.copy()
+    with_ = core.args.get("with_")
+    core.set("with_", None)
+    core.set("order", None)
+    outer = sqlglot.parse_one(_FULL_VECTOR, read=BASE_DIALECT)
+    ctes = [*(with_.expressions if with_ else []), exp.CTE(this=core, alias=exp.TableAlias(
+        this=exp.to_identifier("sketch_mass")))]
+    outer.set("with_", exp.With(expressions=ctes))
+    return outer
+
+
 def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, *,
-               pretty: bool = True, bind_params: bool = True, source=None,
+               pretty: bool = True, bind_params: bool = True, complete: bool = False, source=None,
                store_flags: dict[str, bool] | None = None) -> str:
     """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`,
-    over `source` (default: the store's tables). `store_flags` ({"canonical": …, "keyed": …},
+    over `source` (default: the store's tables); with `complete`, as the whole m-vector
+    (`full_vector`), as a warehouse runs it. `store_flags` ({"canonical": …, "keyed": …},
     DuckDB only) asks for the DuckDB store query (queries/sketch_store_*.sql) instead of the
     portable one; its flags are always bound as literals."""
     if dialect not in DIALECTS:
@@ -139,11 +152,22 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
     store = store_flags is not None
     if store and dialect != BASE_DIALECT:
         raise ValueError("the store query is DuckDB's own; other engines run the portable one")
-    tree = inline_macros(rewrite(bounds.unit, filters, source, store=store))
+    tree = rewrite(bounds.unit, filters, dialect, source, store=store)
+    if complete:
+        tree = full_vector(tree)
+    tree = inline_macros(tree)
     if store:
         flags = {name: bool(store_flags.get(name, False)) for name in ("canonical", "keyed")}
         tree = bind(tree, flags | bounds.params()) if bind_params else _bind_flags(tree, flags)
     elif bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)
-    return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    from dpspin_sql.sql.dialect import quiet
+
+    try:
+        with quiet():
+            return tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.UnsupportedError as exc:  # e.g. regexp flags Postgres' ~ cannot express
+        from dpspin_sql.errors import BadInput
+
+        raise BadInput(f"the statement cannot be written in {dialect}: {str(exc).splitlines()[0]}") from None

@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(TRY(split = 'target'), FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,
@@ -107,12 +107,19 @@ WITH target AS (
       ) // total AS BIGINT)
     END AS v
   FROM kept
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(v) AS INT128) AS mass
+  FROM record_vectors
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(v) AS INT128) AS mass
-FROM record_vectors
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS INT128) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id;
+  d.atom_id;

@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(split = 'target', FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,
@@ -110,12 +110,19 @@ WITH target AS (
       ) DIV total AS BIGINT)
     END AS v
   FROM kept
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(v) AS DECIMAL(38, 0)) AS mass
+  FROM record_vectors
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(v) AS DECIMAL(38, 0)) AS mass
-FROM record_vectors
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id NULLS LAST;
+  d.atom_id NULLS LAST;

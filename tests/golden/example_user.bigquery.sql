@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(split = 'target', FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,
@@ -147,24 +147,31 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 16777216
+        THEN u
+        WHEN u <= DIV(9223372036854775807, 16777216)
+        THEN DIV((
+          u * 16777216
+        ), total)
+        ELSE CAST(DIV((
+          CAST(u AS BIGNUMERIC) * 16777216
+        ), total) AS INT64)
+      END
+    ) AS BIGNUMERIC) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 16777216
-      THEN u
-      WHEN u <= DIV(9223372036854775807, 16777216)
-      THEN DIV((
-        u * 16777216
-      ), total)
-      ELSE CAST(DIV((
-        CAST(u AS BIGNUMERIC) * 16777216
-      ), total) AS INT64)
-    END
-  ) AS BIGNUMERIC) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS BIGNUMERIC) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id NULLS LAST;
+  d.atom_id NULLS LAST;

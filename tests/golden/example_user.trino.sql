@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM records
   WHERE
-    split = 'target' AND COALESCE(TRY(split = 'target'), FALSE)
+    split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
     a.record_id,
@@ -175,52 +175,59 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
-)
-SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 16777216
-      THEN u
-      WHEN u <= CAST((
-        (
-          9223372036854775807
-        ) - (
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 16777216
+        THEN u
+        WHEN u <= CAST((
           (
             9223372036854775807
-          ) % 16777216
-        )
-      ) / 16777216 AS DECIMAL(38, 0))
-      THEN CAST((
-        (
-          (
-            u * 16777216
+          ) - (
+            (
+              9223372036854775807
+            ) % 16777216
           )
-        ) - (
+        ) / 16777216 AS DECIMAL(38, 0))
+        THEN CAST((
           (
             (
               u * 16777216
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0))
-      ELSE CAST(CAST((
-        (
-          (
-            CAST(u AS DECIMAL(38, 0)) * 16777216
+          ) - (
+            (
+              (
+                u * 16777216
+              )
+            ) % total
           )
-        ) - (
+        ) / total AS DECIMAL(38, 0))
+        ELSE CAST(CAST((
           (
             (
               CAST(u AS DECIMAL(38, 0)) * 16777216
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0)) AS BIGINT)
-    END
-  ) AS DECIMAL(38, 0)) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+          ) - (
+            (
+              (
+                CAST(u AS DECIMAL(38, 0)) * 16777216
+              )
+            ) % total
+          )
+        ) / total AS DECIMAL(38, 0)) AS BIGINT)
+      END
+    ) AS DECIMAL(38, 0)) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
+)
+SELECT
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id;
+  d.atom_id;

@@ -5,10 +5,9 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
+    AND (
       LOWER(text) LIKE '%refund%'
-      AND JSON_EXTRACT_SCALAR(metadata, '$.product') IN ('Mortgage', 'Credit card'),
-      FALSE
+      AND JSON_EXTRACT_SCALAR(metadata, '$.product') IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -28,7 +27,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(a.weight >= 0.05, FALSE)
+    a.weight >= CAST(0.05 AS FLOAT64)
 ), positive AS (
   SELECT
     record_id,
@@ -154,24 +153,31 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 41943040
+        THEN u
+        WHEN u <= DIV(9223372036854775807, 41943040)
+        THEN DIV((
+          u * 41943040
+        ), total)
+        ELSE CAST(DIV((
+          CAST(u AS BIGNUMERIC) * 41943040
+        ), total) AS INT64)
+      END
+    ) AS BIGNUMERIC) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 41943040
-      THEN u
-      WHEN u <= DIV(9223372036854775807, 41943040)
-      THEN DIV((
-        u * 41943040
-      ), total)
-      ELSE CAST(DIV((
-        CAST(u AS BIGNUMERIC) * 41943040
-      ), total) AS INT64)
-    END
-  ) AS BIGNUMERIC) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS BIGNUMERIC) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id NULLS LAST;
+  d.atom_id NULLS LAST;

@@ -5,14 +5,13 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
-      TRY(
-        LOWER(text) LIKE '%refund%'
-        AND (
-          metadata ->> '$.product'
-        ) IN ('Mortgage', 'Credit card')
-      ),
-      FALSE
+    AND (
+      LOWER(text) LIKE '%refund%'
+      AND (
+        (
+          CASE WHEN JSON_VALID(metadata) THEN metadata END
+        ) ->> '$.product'
+      ) IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -29,7 +28,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(TRY(a.weight >= 0.05), FALSE)
+    a.weight >= CAST(0.05 AS DOUBLE)
 ), positive AS (
   SELECT
     record_id,
@@ -155,24 +154,31 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 41943040
+        THEN u
+        WHEN u <= 9223372036854775807 // 41943040
+        THEN (
+          u * 41943040
+        ) // total
+        ELSE CAST((
+          CAST(u AS INT128) * 41943040
+        ) // total AS BIGINT)
+      END
+    ) AS INT128) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 41943040
-      THEN u
-      WHEN u <= 9223372036854775807 // 41943040
-      THEN (
-        u * 41943040
-      ) // total
-      ELSE CAST((
-        CAST(u AS INT128) * 41943040
-      ) // total AS BIGINT)
-    END
-  ) AS INT128) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS INT128) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id;
+  d.atom_id;

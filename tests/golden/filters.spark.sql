@@ -5,10 +5,9 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
+    AND (
       LOWER(text) LIKE '%refund%'
-      AND GET_JSON_OBJECT(metadata, '$.product') IN ('Mortgage', 'Credit card'),
-      FALSE
+      AND GET_JSON_OBJECT(metadata, '$.product') IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -28,7 +27,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(a.weight >= 0.05, FALSE)
+    a.weight >= CAST(0.05 AS DOUBLE)
 ), positive AS (
   SELECT
     record_id,
@@ -154,24 +153,31 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 41943040
+        THEN u
+        WHEN u <= 9223372036854775807 DIV 41943040
+        THEN (
+          u * 41943040
+        ) DIV total
+        ELSE CAST((
+          CAST(u AS DECIMAL(38, 0)) * 41943040
+        ) DIV total AS BIGINT)
+      END
+    ) AS DECIMAL(38, 0)) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
 )
 SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 41943040
-      THEN u
-      WHEN u <= 9223372036854775807 DIV 41943040
-      THEN (
-        u * 41943040
-      ) DIV total
-      ELSE CAST((
-        CAST(u AS DECIMAL(38, 0)) * 41943040
-      ) DIV total AS BIGINT)
-    END
-  ) AS DECIMAL(38, 0)) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id NULLS LAST;
+  d.atom_id NULLS LAST;

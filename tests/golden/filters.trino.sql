@@ -5,12 +5,9 @@ WITH target AS (
   FROM records
   WHERE
     split = 'target'
-    AND COALESCE(
-      TRY(
-        LOWER(text) LIKE '%refund%'
-        AND JSON_EXTRACT_SCALAR(metadata, '$.product') IN ('Mortgage', 'Credit card')
-      ),
-      FALSE
+    AND (
+      LOWER(text) LIKE '%refund%'
+      AND JSON_EXTRACT_SCALAR(metadata, '$.product') IN ('Mortgage', 'Credit card')
     )
 ), cleaned AS (
   SELECT
@@ -30,7 +27,7 @@ WITH target AS (
   JOIN atoms AS d
     ON d.atom_id = a.atom_id
   WHERE
-    COALESCE(TRY(a.weight >= 0.05), FALSE)
+    a.weight >= CAST(0.05 AS DOUBLE)
 ), positive AS (
   SELECT
     record_id,
@@ -184,52 +181,59 @@ WITH target AS (
   FROM user_vectors AS uv
   JOIN user_sums AS us
     ON us.user_id = uv.user_id
-)
-SELECT
-  atom_id,
-  CAST(SUM(
-    CASE
-      WHEN total <= 41943040
-      THEN u
-      WHEN u <= CAST((
-        (
-          9223372036854775807
-        ) - (
+), sketch_mass AS (
+  SELECT
+    atom_id,
+    CAST(SUM(
+      CASE
+        WHEN total <= 41943040
+        THEN u
+        WHEN u <= CAST((
           (
             9223372036854775807
-          ) % 41943040
-        )
-      ) / 41943040 AS DECIMAL(38, 0))
-      THEN CAST((
-        (
-          (
-            u * 41943040
+          ) - (
+            (
+              9223372036854775807
+            ) % 41943040
           )
-        ) - (
+        ) / 41943040 AS DECIMAL(38, 0))
+        THEN CAST((
           (
             (
               u * 41943040
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0))
-      ELSE CAST(CAST((
-        (
-          (
-            CAST(u AS DECIMAL(38, 0)) * 41943040
+          ) - (
+            (
+              (
+                u * 41943040
+              )
+            ) % total
           )
-        ) - (
+        ) / total AS DECIMAL(38, 0))
+        ELSE CAST(CAST((
           (
             (
               CAST(u AS DECIMAL(38, 0)) * 41943040
             )
-          ) % total
-        )
-      ) / total AS DECIMAL(38, 0)) AS BIGINT)
-    END
-  ) AS DECIMAL(38, 0)) AS mass
-FROM user_totals
-GROUP BY
-  atom_id
+          ) - (
+            (
+              (
+                CAST(u AS DECIMAL(38, 0)) * 41943040
+              )
+            ) % total
+          )
+        ) / total AS DECIMAL(38, 0)) AS BIGINT)
+      END
+    ) AS DECIMAL(38, 0)) AS mass
+  FROM user_totals
+  GROUP BY
+    atom_id
+)
+SELECT
+  d.atom_id,
+  CAST(COALESCE(s.mass, 0) AS DECIMAL(38, 0)) AS mass
+FROM atoms AS d
+LEFT JOIN sketch_mass AS s
+  ON s.atom_id = d.atom_id
 ORDER BY
-  atom_id;
+  d.atom_id;

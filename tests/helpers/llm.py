@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CFPB_LABELS: list[str] = json.loads((DATA / "cfpb_labels.json").read_text())["labels"]
 PHRASE_LABELS = [
     "dry skin", "oily skin", "sensitive skin", "strong smell", "nice scent", "long lasting", "easy application",
@@ -35,7 +35,7 @@ PHRASE_LABELS = [
 
 def make_plan(seed: int, kind: str = "phrases", L: int | None = None, m: int | None = None,
               denominator: bool = True, margin: float | None = None) -> dict:
-    """A SPEC §4 plan from public labels with made-up noisy masses (deterministic per seed)."""
+    """A docs/PLAN.md plan from public labels with made-up noisy masses (deterministic per seed)."""
     rng = random.Random(seed)
     pool = CFPB_LABELS if kind == "cfpb" else PHRASE_LABELS
     m = m or rng.randint(12, min(40, len(pool)))
@@ -74,15 +74,19 @@ def make_plan(seed: int, kind: str = "phrases", L: int | None = None, m: int | N
 # ---------------------------------------------------------------- scripted server
 class ScriptedServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 that answers prepared
-    candidates in order and records every request body it receives."""
+    candidates in order and records every request body it receives. A reply is a string
+    (the answer), an int (that HTTP error status) or (seconds, reply) (answered late)."""
 
-    def __init__(self, replies: list | None = None, reject_json_schema: bool = False, upstream: str | None = None):
-        """`upstream`: forward every request there (a recording proxy) instead of scripted replies."""
+    def __init__(self, replies: list | None = None, reject_json_schema: bool = False, upstream: str | None = None,
+                 refuse: tuple[str, ...] = ()):
+        """`upstream`: forward every request there (a recording proxy) instead of scripted replies.
+        `refuse`: constraint forms (see `form_of`) answered with HTTP 500, as llama-cpp-python
+        answers `json_schema`; `reject_json_schema` is `refuse=("json_schema",)`."""
         self.replies = list(replies or [])
         self.upstream = upstream
         self.responses: list[str] = []
         self.requests: list[dict] = []
-        self.reject_json_schema = reject_json_schema
+        self.refuse = set(refuse) | ({"json_schema"} if reject_json_schema else set())
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -94,10 +98,12 @@ class ScriptedServer:
                 outer.requests.append({"path": self.path, "body": body})
                 if outer.upstream:
                     return self._forward(body)
-                fmt = (body.get("response_format") or {}).get("type")
-                if outer.reject_json_schema and fmt == "json_schema":
-                    return self._send(500, {"error": {"message": "json_schema not supported"}})
+                if form_of(body) in outer.refuse:
+                    return self._send(500, {"error": {"message": f"{form_of(body)} not supported"}})
                 reply = outer.replies.pop(0) if outer.replies else "No more scripted replies."
+                if isinstance(reply, tuple):  # (seconds, reply): answer late, as a slow model does
+                    time.sleep(reply[0])
+                    reply = reply[1]
                 if isinstance(reply, int):
                     return self._send(reply, {"error": {"message": "scripted error"}})
                 self._send(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body.get("model"),
@@ -143,6 +149,24 @@ class ScriptedServer:
     def all_text(self) -> str:
         return json.dumps(self.requests) + "\n".join(self.responses)
 
+    def forms(self) -> list[str]:
+        """The constraint form of every request received, in order."""
+        return [form_of(r["body"]) for r in self.requests]
+
+
+def form_of(body: dict) -> str:
+    """Which constraint form a chat request carries (the names of `decode.CONSTRAINTS`)."""
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        return "json_schema"
+    if rf.get("type") == "json_object":
+        return "json_object_schema" if "schema" in rf else "json_object"
+    if "guided_json" in body:
+        return "guided_json"
+    if "grammar" in body:
+        return "grammar"
+    return "none"
+
 
 # ---------------------------------------------------------------- local model
 def smollm_model_path() -> Path | None:
@@ -180,7 +204,7 @@ def llama_server(start_timeout: float = 120.0):
     port = _free_port()
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama_server_{port}.log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
                              "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -224,7 +248,7 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
     """Run store → split → atoms → assign → release (the demo corpus) with `canary`
     appended to every target record; returns the released plan dict."""
     from dpspin_sql import assign, atoms, ledger, split, store
-    from dpspin_sql.demo import TAXONOMY, synthetic_corpus
+    from dpspin_sql.demo import TAXONOMY, corpus_relation
     from dpspin_sql.release import release
     from dpspin_sql.request import ReleaseRequest
 
@@ -232,7 +256,7 @@ def pipeline_plan_with_canary(tmp_path: Path, canary: str) -> dict:
     con = store.connect(db, create=True)
     ledger.set_budget(con, 10.0, 1e-5)
     store.load_records(con, "synthetic", id_col="record_id", user_col="user_id", text_col="text",
-                       relation=con.from_arrow(synthetic_corpus(3, n_users=200)))
+                       relation=corpus_relation(con, 3, n_users=200))
     split.split(con, unit="user", aux_fraction=0.3, seed=3)
     con.execute("UPDATE records SET text = text || ' ' || ? WHERE split = 'target'", [canary]).fetchall()
     assert con.execute("SELECT count(*) FROM records WHERE split = 'target' AND text LIKE ?", [f"%{canary}%"]).fetchall()[0][0] > 0

@@ -2,7 +2,7 @@
 ledger, CLI): tiny DuckDB stores written directly, an independent pure-Python reference
 of the enforced sketch, store snapshots, and CLI invocation.
 
-The reference sketch below is written from SPEC §1 and docs/ARCHITECTURE.md ("Fixed
+The reference sketch below is written from docs/DESIGN.md §1 and docs/ARCHITECTURE.md ("Fixed
 point"), not from the SQL: a weight becomes floor(min(w, 1)·2^S) when it is a finite
 positive number (anything else is dropped), duplicated (record, atom) rows keep their
 largest weight, a record keeps its top K atoms by fixed-point weight (tie → lower atom
@@ -18,14 +18,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from dpspin_sql import atoms as atoms_mod
 from dpspin_sql import queries, store
 from dpspin_sql.sketch import SCALE, SCALE_BITS
 
-DATA = Path(__file__).resolve().parent / "data"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 # --------------------------------------------------------------------------- stores
@@ -52,15 +51,10 @@ def put_records(con, records) -> None:
     con.execute("DELETE FROM records")
     if not records:
         return
-    table = pa.table({"record_id": pa.array([r[0] for r in records], pa.string()),
-                      "user_id": pa.array([r[1] for r in records], pa.string()),
-                      "split": pa.array([r[2] for r in records], pa.string())})
-    con.register("t_records", table)
-    try:
-        con.execute("INSERT INTO records (record_id, user_id, text, split) "
-                    "SELECT record_id, user_id, 'text of ' || record_id, split FROM t_records")
-    finally:
-        con.unregister("t_records")
+    con.execute("INSERT INTO records (record_id, user_id, text, split) "
+                "SELECT r, u, 'text of ' || r, s FROM (SELECT unnest($r::VARCHAR[]) AS r, "
+                "unnest($u::VARCHAR[]) AS u, unnest($s::VARCHAR[]) AS s)",
+                {"r": [r[0] for r in records], "u": [r[1] for r in records], "s": [r[2] for r in records]})
 
 
 def put_assignments(con, rows) -> None:
@@ -71,22 +65,15 @@ def put_assignments(con, rows) -> None:
     store.mark_step(con, "assignments")   # as `dpspin assignments load` records it
     if not rows:
         return
-    table = pa.table({"record_id": pa.array([r[0] for r in rows], pa.string()),
-                      "atom_id": pa.array([r[1] for r in rows], pa.int32()),
-                      "weight": pa.array([r[2] for r in rows], pa.float64())})
-    con.register("t_assign", table)
-    try:
-        con.execute("INSERT INTO assignments SELECT record_id, atom_id, weight FROM t_assign")
-    finally:
-        con.unregister("t_assign")
+    con.execute("INSERT INTO assignments SELECT unnest($r::VARCHAR[]), unnest($a::INTEGER[]), "
+                "unnest($w::DOUBLE[])",
+                {"r": [r[0] for r in rows], "a": [r[1] for r in rows],
+                 "w": [None if r[2] is None else float(r[2]) for r in rows]})
 
 
 def set_split(con, record_ids, split: str) -> None:
-    con.register("t_ids", pa.table({"record_id": pa.array(list(record_ids), pa.string())}))
-    try:
-        con.execute("UPDATE records SET split = ? WHERE record_id IN (SELECT record_id FROM t_ids)", [split])
-    finally:
-        con.unregister("t_ids")
+    con.execute("UPDATE records SET split = $s WHERE record_id IN (SELECT unnest($ids::VARCHAR[]))",
+                {"s": split, "ids": list(record_ids)})
 
 
 def synthetic_store(path: str | Path, *, n_users: int = 40, records_per_user: int = 3, m: int = 12,
@@ -181,7 +168,7 @@ def sql_unit_vectors(con, unit: str, K: int, B: float = 1.0) -> dict[tuple, int]
     the intermediate CTE. Keys are (unit id, atom_id)."""
     unit_sql = queries.load(f"sketch_{unit}")
     head, sep, _ = unit_sql.rpartition("\nSELECT atom_id")
-    assert sep, "the sketch query no longer ends in 'SELECT atom_id …'; update tests/helpers_core.py"
+    assert sep, "the sketch query no longer ends in 'SELECT atom_id …'; update tests/helpers/core.py"
     if unit == "record":
         tail = "\nSELECT record_id, atom_id, v FROM record_vectors"
         params = {"K": K, "scale": SCALE}
@@ -245,3 +232,17 @@ SPEC_PLAN_KEYS = {"schema_version", "mechanism", "epsilon", "delta", "unit", "ad
 SPEC_ATOM_KEYS = {"atom_id", "label", "description", "noisy_mass", "display_mass", "bin", "rank"}
 
 __all__ = ["SCALE", "SCALE_BITS"]
+
+
+def open_copy(template: Path, tmp_path: Path):
+    """A connection to a fresh copy of a module's template store (tests mutate it freely);
+    use as `yield from open_copy(template, tmp_path)` in a fixture."""
+    import shutil
+
+    from dpspin_sql import store
+
+    path = tmp_path / "store.duckdb"
+    shutil.copy(template, path)
+    con = store.connect(path)
+    yield con
+    con.close()

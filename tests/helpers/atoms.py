@@ -3,14 +3,15 @@ written straight into DuckDB (no files), and the path of the real corpora."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow as pa
+from pathlib import Path
+
 import pytest
 
 from dpspin_sql import store
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def shared(*parts: str) -> Path:

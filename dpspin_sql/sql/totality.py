@@ -1,0 +1,818 @@
+"""Totality of WHERE filters: admit only filters that provably cannot fail on any row.
+
+A filter runs on every protected record. If some record could make it raise (a failed
+cast, an overflow, an invalid LIKE escape reached only on some inputs, malformed JSON),
+then whether `dpspin sql` succeeds would answer a question about that record without
+spending budget — the zero-budget error oracle of the security issue. Catching errors at
+run time (DuckDB's TRY) is not enough: some errors escape TRY, and a row that raises
+inside TRY makes DuckDB re-run its chunk row by row, which shows in the running time.
+
+So the audit proves totality statically, before any data is read:
+
+1. **Types.** A small type checker over the filter with the store's column types
+   (`COLUMN_TYPES`). Every node must be on the list below, and each has a typing rule
+   whose preconditions make it total; a comparison/IN/BETWEEN/COALESCE whose operands
+   would need an implicit conversion (which DuckDB performs per row, and which fails on
+   some values: `text = 5` casts every text to a number) is refused — conversions are
+   explicit TRY_CASTs to a short list of target types, which return NULL on failure.
+2. **Arithmetic in DOUBLE.** Integer arithmetic can overflow (an oracle on atom ids and
+   lengths: abs(INT_MIN), INT_MAX + 1). The rewrite casts every numeric operand to
+   DOUBLE (`total_form`), where DuckDB follows IEEE 754 and never raises; `/` and `%`
+   divide by NULLIF(divisor, 0), so x/0 is NULL on every engine (DuckDB alone would give
+   ±inf/NaN, Spark NULL). `//` is refused: it raises on a zero divisor even in DOUBLE.
+3. **Literal arguments, validated twice.** Arguments that make a function raise when
+   they are wrong — LIKE/ILIKE patterns and ESCAPE, regular expressions and their
+   flags, JSON paths, SUBSTRING positions — must be literals. Each is validated
+   structurally (a LIKE pattern may not end with its escape character, the escape may
+   precede only %, _ or itself, an ESCAPE is exactly one ASCII character; a JSON path is
+   `$` followed by keys and non-negative indexes) *and* by evaluating the exact SQL the
+   rewrite will run on constants in a private in-memory DuckDB (`_verify_on_constants`):
+   a LIKE on the pattern's own expansion, which drives matching to the end of the
+   pattern (DuckDB raises a trailing escape only when matching gets that far, i.e.
+   depending on the input), a JSON path on a document that has it, every string
+   literal back through DuckDB's parser.
+4. **JSON.** The JSON column can hold malformed JSON (an Arrow `json` extension column
+   is stored unchecked), and `->>` raises on it per row. On DuckDB the rewrite reads
+   `CASE WHEN json_valid(metadata) THEN metadata END ->> path` instead.
+5. **Memory and size.** No function whose output can be longer than a constant factor
+   of its input: string construction from columns (`||`, concat) is refused, so memory
+   cannot grow with a record's length beyond what reading it costs. The filter's depth,
+   node count, IN-list length, number of pattern matches and pattern lengths are bounded
+   (`LIMITS`; regular expressions: at most 4, 64 characters, no {n,m}), so the per-row work
+   is at most a small constant times the row's size (the residual timing channel,
+   docs/THREAT_MODEL.md).
+
+docs/THREAT_MODEL.md gives, for every admitted function and operator, why it is total.
+The engine-specific rules (Spark: no regular expressions, LIKE shapes that Java's regex
+engine matches in linear time; PostgreSQL: comparisons of columns with literals only)
+are in `check_engine`.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlglot import exp
+
+from dpspin_sql.sql.dialect import tree_depth
+from dpspin_sql.sql.errors import refuse
+
+BOOL, INT, DOUBLE, TEXT, JSON, DATE, NULL = "BOOLEAN", "INTEGER", "DOUBLE", "VARCHAR", "JSON", "DATE", "NULL"
+NUMERIC = frozenset({INT, DOUBLE})
+
+COLUMN_TYPES = {
+    "records": {"record_id": TEXT, "user_id": TEXT, "text": TEXT, "split": TEXT, "metadata": JSON},
+    "assignments": {"record_id": TEXT, "atom_id": INT, "weight": DOUBLE},
+}
+# record_id is VARCHAR in both tables, so an unqualified (rewritten) column's type is its name's
+_TYPE_BY_NAME = {name: kind for columns in COLUMN_TYPES.values() for name, kind in columns.items()}
+
+_T = exp.DataType.Type
+CAST_TARGETS = {_T.VARCHAR: TEXT, _T.TEXT: TEXT, _T.BOOLEAN: BOOL, _T.INT: INT, _T.BIGINT: INT,
+                _T.DOUBLE: DOUBLE, _T.DATE: DATE}
+# TRY_CAST pairs DuckDB and Spark both bind (DATE <-> numbers do not bind at all)
+_CASTABLE = {TEXT: {TEXT, BOOL, INT, DOUBLE, DATE}, INT: {TEXT, BOOL, INT, DOUBLE},
+             DOUBLE: {TEXT, BOOL, INT, DOUBLE}, BOOL: {TEXT, BOOL, INT, DOUBLE}, DATE: {TEXT, DATE},
+             NULL: {TEXT, BOOL, INT, DOUBLE, DATE}}
+
+
+@dataclass(frozen=True)
+class Limits:
+    depth: int = 32                 # nesting of the filter's syntax tree
+    nodes: int = 2000               # all nodes, IN-list items included
+    operations: int = 256           # nodes other than columns, literals and parentheses
+    in_list: int = 1000             # items of one IN (...)
+    patterns: int = 16              # LIKE / ILIKE / regexp_matches in one filter
+    pattern_length: int = 256       # characters of one LIKE pattern
+    regexes: int = 4                # regexp_matches in one filter (of the 16 patterns)
+    regex_length: int = 64          # characters of one regular expression; no {n,m} repetition
+    literal_length: int = 4096      # characters of one string literal
+    json_path_parts: int = 16
+    json_key_length: int = 64
+    substring: int = 1 << 20        # |start| and length of SUBSTRING
+    exact_integer: int = 1 << 53    # integer literals are compared exactly in DOUBLE
+    double: float = 1e300           # |x| of a numeric literal (no overflow, no underflow)
+
+
+LIMITS = Limits()
+_REGEX_FLAGS = set("cilmnps")      # DuckDB's regexp options (g is for regexp_replace only)
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
+_BAD_KEY_CHARS = re.compile(r"[\"'\\\x00-\x1f\x7f]")
+
+
+def _name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return node.name
+    return _NAMES.get(node.key, node.key.upper())
+
+
+_NAMES = {"dpipe": "||", "neg": "unary -", "paren": "( )", "eq": "=", "neq": "<>", "gt": ">", "gte": ">=",
+          "lt": "<", "lte": "<=", "nullsafeeq": "IS NOT DISTINCT FROM", "nullsafeneq": "IS DISTINCT FROM",
+          "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "regexplike": "regexp_matches",
+          "jsonextract": "->", "jsonextractscalar": "->>", "trycast": "TRY_CAST", "startswith": "starts_with"}
+
+
+# -- structure: size and depth (tree_depth is iterative: a deep tree would overflow recursion) -----
+
+def check_size(predicate: exp.Expression, limits: Limits = LIMITS) -> None:
+    if tree_depth(predicate) > limits.depth:
+        refuse(f"the WHERE filter is nested more than {limits.depth} levels deep", predicate)
+    nodes = operations = 0
+    for node in predicate.walk():
+        nodes += 1
+        if not isinstance(node, (exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Null, exp.Boolean)):
+            operations += 1
+    if nodes > limits.nodes:
+        refuse(f"the WHERE filter has {nodes} syntax nodes, more than {limits.nodes}", predicate)
+    if operations > limits.operations:
+        refuse(f"the WHERE filter has {operations} operations, more than {limits.operations}", predicate)
+
+
+# -- literals -------------------------------------------------------------------------------------
+
+def number(literal: exp.Literal, limits: Limits = LIMITS) -> int | float:
+    """The value of a numeric literal in the range where every engine holds it exactly
+    (integers) or without overflow/underflow (others); else a refusal."""
+    text = literal.this.replace("_", "")
+    if re.fullmatch(r"[0-9]+", text):
+        value = int(text)
+        if value > limits.exact_integer:
+            refuse(f"the integer literal {text} is above 2^53; filters compute in DOUBLE, where it is not exact",
+                   literal)
+        return value
+    try:
+        value = float(text)
+    except ValueError:
+        refuse(f"{text!r} is not a number literal", literal)
+    underflow = value == 0 and re.search(r"[1-9]", text.lower().split("e")[0])
+    if not math.isfinite(value) or abs(value) > limits.double or underflow or \
+            (value != 0 and abs(value) < 1 / limits.double):
+        refuse(f"the number literal {text} is outside ±[1e-300, 1e300]: converting it could fail on some engines",
+               literal)
+    return value
+
+
+def string(literal: exp.Literal, limits: Limits = LIMITS) -> str:
+    value = literal.this
+    if len(value) > limits.literal_length:
+        refuse(f"a string literal of {len(value)} characters, more than {limits.literal_length}", literal)
+    if "\x00" in value:
+        refuse("a string literal with a NUL character", literal)
+    return value
+
+
+# -- LIKE patterns --------------------------------------------------------------------------------
+
+ANY, ONE, CHAR = "%", "_", "char"
+
+
+def like_tokens(pattern: str, escape: str | None, node: exp.Expression | None = None) -> list[tuple[str, str]]:
+    """A LIKE pattern as (ANY|ONE|CHAR, character) tokens under `escape`, or a refusal when
+    DuckDB could raise on it: an escape must precede %, _ or itself, never end the pattern."""
+    tokens, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if escape is not None and c == escape:
+            if i + 1 == len(pattern):
+                refuse("the LIKE pattern ends with its escape character: DuckDB raises on that, but only "
+                       "for records that match up to the end, so the query's success would depend on them", node)
+            nxt = pattern[i + 1]
+            if nxt not in (ANY, ONE, escape):
+                refuse(f"in the LIKE pattern the escape character {escape!r} precedes {nxt!r}; it may precede "
+                       "only %, _ or itself", node)
+            tokens.append((CHAR, nxt))
+            i += 2
+            continue
+        tokens.append((ANY, c) if c == ANY else (ONE, c) if c == ONE else (CHAR, c))
+        i += 1
+    return tokens
+
+
+def canonical_like(tokens: list[tuple[str, str]]) -> tuple[str, str | None]:
+    """(pattern, escape) meaning the tokens on DuckDB and Spark alike: no ESCAPE when no
+    character needs one (DuckDB has no default escape; Spark's default `\\` is then unused),
+    otherwise the escape `\\` written explicitly."""
+    out, escaped = [], False
+    for kind, c in tokens:
+        if kind != CHAR:
+            out.append(kind)
+        elif c in "%_\\":
+            out.append("\\" + c)
+            escaped = True
+        else:
+            out.append(c)
+    return "".join(out), ("\\" if escaped else None)
+
+
+def non_trailing_wildcards(tokens: list[tuple[str, str]]) -> int:
+    """How many % are followed by something other than %: Java's regex engine (Spark's LIKE)
+    backtracks polynomially in the text length with more than one of them."""
+    last = max((i for i, (kind, _) in enumerate(tokens) if kind != ANY), default=-1)
+    return sum(1 for i, (kind, _) in enumerate(tokens) if kind == ANY and i < last)
+
+
+def like_parts(node: exp.Expression) -> tuple[exp.Expression, exp.Literal, exp.Literal | None] | None:
+    """(LIKE/ILIKE node, pattern literal, escape literal) of a LIKE or ESCAPE node, else None."""
+    escape = None
+    if isinstance(node, exp.Escape):
+        node, escape = node.this, node.expression
+    if isinstance(node, (exp.Like, exp.ILike)):
+        return node, node.expression, escape
+    return None
+
+
+# -- JSON paths -----------------------------------------------------------------------------------
+
+def json_path(node: exp.Expression, limits: Limits = LIMITS) -> list[str | int]:
+    """A JSON path (sqlglot JSONPath or string literal) as keys and non-negative indexes."""
+    if isinstance(node, exp.JSONPath):
+        parts: list[str | int] = []
+        for i, part in enumerate(node.expressions):
+            if isinstance(part, exp.JSONPathRoot) and i == 0:
+                continue
+            if isinstance(part, exp.JSONPathKey) and isinstance(part.this, str):
+                parts.append(part.this)
+            elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int) \
+                    and not isinstance(part.this, bool):
+                parts.append(part.this)
+            else:
+                refuse("a JSON path may only name keys and non-negative array indexes ($.key[0].other), "
+                       "not wildcards, slices, filters or negative indexes", node)
+    elif isinstance(node, exp.Literal) and node.is_string:
+        parts = _parse_path_text(node.this, node)
+    else:
+        refuse("the JSON path must be a string literal ('$.key'): a path read from the data could be "
+               "invalid on some records", node)
+    if len(parts) > limits.json_path_parts:
+        refuse(f"a JSON path of more than {limits.json_path_parts} steps", node)
+    for part in parts:
+        if isinstance(part, int):
+            if not 0 <= part <= 10**6:
+                refuse("a JSON array index must be in [0, 10^6]", node)
+        elif not part or len(part) > limits.json_key_length or _BAD_KEY_CHARS.search(part) \
+                or part != part.strip():
+            refuse(f"the JSON key {part!r} is empty, longer than {limits.json_key_length} characters or has "
+                   "quotes, backslashes, control characters or surrounding spaces", node)
+    return parts
+
+
+def _parse_path_text(text: str, node: exp.Expression) -> list[str | int]:
+    match = re.fullmatch(r"\$((?:\.(?:[^.\[\]\"]+|\"[^\"]*\")|\[[0-9]+\])*)", text)
+    if not match:
+        refuse(f"the JSON path {text!r} is not of the form $.key[0].\"other key\"", node)
+    parts: list[str | int] = []
+    for key, quoted, index in re.findall(r"\.(?:([^.\[\]\"]+)|\"([^\"]*)\")|\[([0-9]+)\]", match.group(1)):
+        parts.append(int(index) if index else (quoted if quoted or not key else key))
+    return parts
+
+
+def path_text(parts: list[str | int], dialect: str) -> str:
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _SIMPLE_KEY.fullmatch(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"['{part}']" if dialect == "spark" else f'."{part}"')
+    return "".join(out)
+
+
+# -- the type checker -----------------------------------------------------------------------------
+
+Resolve = Callable[[exp.Column], tuple[str, str]]
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+# arguments a node may have set; anything else is refused by name
+_ARGS = {
+    exp.Like: {"this", "expression", "negate"}, exp.ILike: {"this", "expression", "negate"},
+    exp.Escape: {"this", "expression"}, exp.RegexpLike: {"this", "expression", "flag"},
+    exp.TryCast: {"this", "to", "safe"}, exp.Length: {"this"}, exp.Lower: {"this"}, exp.Upper: {"this"},
+    exp.Trim: {"this", "expression", "position"}, exp.Substring: {"this", "start", "length"},
+    exp.Coalesce: {"this", "expressions", "is_nvl", "is_null"}, exp.StartsWith: {"this", "expression"},
+    exp.JSONExtract: {"this", "expression", "only_json_types"},
+    exp.JSONExtractScalar: {"this", "expression", "only_json_types"},
+    exp.In: {"this", "expressions"}, exp.Between: {"this", "low", "high"},
+    exp.Is: {"this", "expression", "negate"},
+    exp.Div: {"this", "expression"}, exp.Column: {"this", "table"},
+}
+
+
+# Every node type a filter may contain (docs/THREAT_MODEL.md says why each is total); || and
+# concat only of literals. Anything else is refused by name.
+ADMITTED = (exp.Paren, exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.And, exp.Or, exp.Not, *_COMPARISONS,
+            exp.In, exp.Between, exp.Is, exp.Like, exp.ILike, exp.Escape, exp.RegexpLike, *_ARITHMETIC, exp.Neg,
+            exp.Abs, exp.TryCast, exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Substring, exp.StartsWith,
+            exp.Coalesce, exp.JSONExtract, exp.JSONExtractScalar, exp.DPipe, exp.Concat)
+
+
+class Checker:
+    """Types a filter (VARCHAR, INTEGER, DOUBLE, BOOLEAN, DATE, JSON, NULL), refusing what could fail."""
+
+    def __init__(self, resolve: Resolve, limits: Limits = LIMITS):
+        self.resolve = resolve
+        self.limits = limits
+        self.patterns = 0
+        self.regexes = 0
+
+    def predicate(self, node: exp.Expression) -> None:
+        check_size(node, self.limits)
+        self._boolean(node, "the WHERE filter")
+
+    def _boolean(self, node: exp.Expression, where: str) -> None:
+        kind = self.type(node)
+        if kind not in (BOOL, NULL):
+            refuse(f"{where} is {kind}, not a condition; the engine would convert it to BOOLEAN per row, "
+                   "which fails on some values (compare it with something instead)", node)
+
+    def type(self, node: exp.Expression) -> str:
+        allowed = _ARGS.get(type(node))
+        if allowed is not None:
+            for key, value in node.args.items():
+                if value not in (None, False, []) and key not in allowed:
+                    refuse(f"{_name(node)} with {key} is not allowed in WHERE", node)
+        if isinstance(node, exp.Paren):
+            return self.type(node.this)
+        if isinstance(node, exp.Column):
+            table, name = self.resolve(node)
+            return COLUMN_TYPES[table][name]
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                string(node, self.limits)
+                return TEXT
+            return INT if isinstance(number(node, self.limits), int) else DOUBLE
+        if isinstance(node, exp.Boolean):
+            return BOOL
+        if isinstance(node, exp.Null):
+            return NULL
+        if isinstance(node, (exp.And, exp.Or)):  # a chain a OR b OR c ... iteratively, not by recursion
+            for operand in node.flatten():
+                self._boolean(operand, f"an operand of {_name(node)}")
+            return BOOL
+        if isinstance(node, exp.Not):
+            self._boolean(node.this, "the operand of NOT")
+            return BOOL
+        if isinstance(node, _COMPARISONS):
+            self._unify([node.this, node.expression], node, compare=True)
+            return BOOL
+        if isinstance(node, exp.In):
+            items = node.expressions
+            if not items:
+                refuse("IN needs a list of values", node)
+            if len(items) > self.limits.in_list:
+                refuse(f"an IN list of {len(items)} items, more than {self.limits.in_list}", node)
+            self._unify([node.this, *items], node, compare=True)
+            return BOOL
+        if isinstance(node, exp.Between):
+            self._unify([node.this, node.args["low"], node.args["high"]], node, compare=True)
+            return BOOL
+        if isinstance(node, exp.Is):
+            target = node.expression
+            if isinstance(target, exp.Null):
+                self.type(node.this)
+            elif isinstance(target, exp.Boolean):
+                self._boolean(node.this, "the operand of IS TRUE/FALSE")
+            else:
+                refuse("IS may only test NULL, TRUE or FALSE", node)
+            return BOOL
+        if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
+            return self._like(node)
+        if isinstance(node, exp.RegexpLike):
+            return self._regexp(node)
+        if isinstance(node, _ARITHMETIC):
+            if isinstance(node, exp.Div) and (node.args.get("typed") or node.args.get("safe")):
+                refuse("only the plain division / is allowed in WHERE", node)
+            self._numeric(node.this, node)
+            self._numeric(node.expression, node)
+            return DOUBLE
+        if isinstance(node, (exp.Neg, exp.Abs)):
+            self._numeric(node.this, node)
+            return DOUBLE
+        if isinstance(node, exp.TryCast):
+            return self._try_cast(node)
+        if isinstance(node, exp.Cast):
+            refuse("CAST can fail on a record's value and reveal it; use TRY_CAST", node)
+        if isinstance(node, (exp.Lower, exp.Upper)):
+            self._text(node.this, node)
+            return TEXT
+        if isinstance(node, exp.Length):
+            self._text(node.this, node)
+            return INT
+        if isinstance(node, exp.Trim):
+            self._text(node.this, node)
+            chars = node.args.get("expression")
+            if chars is not None:
+                if not (isinstance(chars, exp.Literal) and chars.is_string):
+                    refuse("the characters TRIM removes must be a string literal", chars)
+                if len(string(chars, self.limits)) > self.limits.pattern_length:
+                    refuse(f"TRIM of more than {self.limits.pattern_length} characters", chars)
+            position = node.args.get("position")
+            if position is not None and str(position).upper() not in ("LEADING", "TRAILING", "BOTH"):
+                refuse("TRIM's position must be LEADING, TRAILING or BOTH", node)
+            return TEXT
+        if isinstance(node, exp.Substring):
+            return self._substring(node)
+        if isinstance(node, exp.StartsWith):
+            self._text(node.this, node)
+            self._text(node.expression, node)
+            return BOOL
+        if isinstance(node, exp.Coalesce):
+            return self._unify([node.this, *(node.expressions or [])], node, compare=False)
+        if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+            return self._json(node)
+        if isinstance(node, (exp.DPipe, exp.Concat)):
+            if node.find(exp.Column):
+                refuse(f"{_name(node)} builds a string from a record's value: its size grows with the record, "
+                       "so memory (and failing for lack of it) would depend on the record's length; "
+                       "compare parts with LIKE/starts_with/substring instead", node)
+            for part in ([node.this, node.expression] if isinstance(node, exp.DPipe) else node.expressions):
+                self._text(part, node)
+            return TEXT
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
+        refuse(f"{_name(node)} is not on the list of per-row operations a WHERE filter may use (docs/SQL.md)",
+               node)
+
+    # -- rules ---------------------------------------------------------------------------------------
+    def _text(self, node: exp.Expression, parent: exp.Expression) -> None:
+        kind = self.type(node)
+        if kind not in (TEXT, NULL):
+            refuse(f"{_name(parent)} takes text, not {kind}; the engine would convert it per row "
+                   f"(use TRY_CAST(… AS VARCHAR))", node)
+
+    def _numeric(self, node: exp.Expression, parent: exp.Expression) -> None:
+        kind = self.type(node)
+        if kind not in NUMERIC and kind != NULL:
+            refuse(f"{_name(parent)} takes numbers, not {kind}; the engine would convert it per row, "
+                   f"which fails on some values (use TRY_CAST(… AS DOUBLE))", node)
+
+    def _unify(self, nodes: list[exp.Expression], parent: exp.Expression, *, compare: bool) -> str:
+        kinds = [self.type(n) for n in nodes]
+        known = {k for k in kinds if k != NULL}
+        if not known:
+            return NULL
+        if JSON in known:
+            refuse(f"{_name(parent)} of a JSON value: JSON is not comparable; extract a field as text "
+                   "with ->> '$.key'", parent)
+        if known <= NUMERIC:
+            return DOUBLE if DOUBLE in known else INT
+        if len(known) == 1:
+            return known.pop()
+        a, b = sorted(known)[:2]
+        verb = "compares" if compare else "mixes"
+        refuse(f"{_name(parent)} {verb} {a} with {b}: the engine would convert one side on every row, and the "
+               "conversion fails on some values, which would make the query's success depend on them; "
+               "convert explicitly with TRY_CAST", parent)
+
+    def _like(self, node: exp.Expression) -> str:
+        if isinstance(node, exp.Escape) and not isinstance(node.this, (exp.Like, exp.ILike)):
+            refuse("ESCAPE goes with LIKE or ILIKE only", node)
+        like, pattern, escape = like_parts(node)  # type: ignore[misc]
+        self._text(like.this, like)
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            refuse(f"the pattern of {_name(like)} must be a string literal: a pattern read from the data could be "
+                   "invalid on some records, and the query's success would answer a question about them", pattern)
+        text = string(pattern, self.limits)
+        if len(text) > self.limits.pattern_length:
+            refuse(f"a {_name(like)} pattern of {len(text)} characters, more than {self.limits.pattern_length}",
+                   pattern)
+        esc = None
+        if escape is not None:
+            if not (isinstance(escape, exp.Literal) and escape.is_string):
+                refuse(f"the ESCAPE of {_name(like)} must be a string literal", escape)
+            esc = escape.this or None
+            if esc is not None and (len(esc) != 1 or not (" " <= esc <= "~") or esc in "%_"):
+                refuse(f"ESCAPE {esc!r}: an escape must be exactly one ASCII character other than % and _ "
+                       "(DuckDB raises on any other, row by row)", escape)
+        like_tokens(text, esc, pattern)
+        self._count_pattern(node)
+        return BOOL
+
+    def _regexp(self, node: exp.RegexpLike) -> str:
+        self._text(node.this, node)
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            refuse("the pattern of regexp_matches must be a string literal: one read from the data could be "
+                   "invalid on some records", pattern)
+        text = string(pattern, self.limits)
+        # RE2 matches in linear time, but the constant grows with the pattern: a counted repetition
+        # (a.{20}b) makes its DFA blow up and fall back to simulating the NFA, ~1 us per character
+        # of text (84 ms on a 100 kB record), and how often it does depends on the text: a timing
+        # channel. Short patterns without {n,m} stay fast (docs/THREAT_MODEL.md, measured).
+        if len(text) > self.limits.regex_length:
+            refuse(f"a regular expression of {len(text)} characters, more than {self.limits.regex_length}", pattern)
+        if "{" in text:
+            refuse("a counted repetition {n,m} in a regular expression: its matching time can grow a "
+                   "thousandfold with the text's content; write the repetition out or use LIKE", pattern)
+        self.regexes += 1
+        if self.regexes > self.limits.regexes:
+            refuse(f"more than {self.limits.regexes} regexp_matches in one filter", node)
+        flag = node.args.get("flag")
+        if flag is not None:
+            if not (isinstance(flag, exp.Literal) and flag.is_string) or not set(flag.this) <= _REGEX_FLAGS:
+                refuse(f"regexp_matches options must be a string literal of {''.join(sorted(_REGEX_FLAGS))}", flag)
+        self._count_pattern(node)
+        return BOOL
+
+    def _count_pattern(self, node: exp.Expression) -> None:
+        self.patterns += 1
+        if self.patterns > self.limits.patterns:
+            refuse(f"more than {self.limits.patterns} LIKE/ILIKE/regexp_matches in one filter", node)
+
+    def _try_cast(self, node: exp.TryCast) -> str:
+        to = node.args["to"]
+        target = CAST_TARGETS.get(to.this) if isinstance(to, exp.DataType) else None
+        if target is None or to.expressions or to.args.get("nested") or to.args.get("values"):
+            refuse(f"TRY_CAST to {to.sql() if isinstance(to, exp.Expression) else to} is not allowed; "
+                   "use VARCHAR, BOOLEAN, INTEGER, BIGINT, DOUBLE or DATE", node)
+        source = self.type(node.this)
+        if source == JSON:
+            refuse("TRY_CAST of a JSON value; extract a field as text first (metadata ->> '$.key')", node)
+        if target not in _CASTABLE[source]:
+            refuse(f"TRY_CAST from {source} to {target} is not a conversion the engines have", node)
+        return target
+
+    def _substring(self, node: exp.Substring) -> str:
+        self._text(node.this, node)
+        for key, low in (("start", -self.limits.substring), ("length", 0)):
+            arg = node.args.get(key)
+            if arg is None:
+                if key == "start":
+                    refuse("SUBSTRING needs a start position", node)
+                continue
+            value = _int_literal(arg)
+            if value is None or not low <= value <= self.limits.substring:
+                refuse(f"the {key} of SUBSTRING must be an integer literal in [{low}, {self.limits.substring}]: "
+                       "a position computed from the data could be out of range on some records", arg)
+        return TEXT
+
+    def _json(self, node: exp.Expression) -> str:
+        source = self.type(node.this)
+        if source not in (JSON, NULL):
+            refuse(f"JSON extraction from {source}; only the metadata column (or a field extracted with ->) "
+                   "is JSON", node)
+        json_path(node.expression, self.limits)
+        return TEXT if isinstance(node, exp.JSONExtractScalar) else JSON
+
+
+def _int_literal(node: exp.Expression) -> int | None:
+    sign = 1
+    while isinstance(node, (exp.Neg, exp.Paren)):
+        if isinstance(node, exp.Neg):
+            sign = -sign
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string and re.fullmatch(r"[0-9_]+", node.this):
+        return sign * int(node.this.replace("_", ""))
+    return None
+
+
+def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits = LIMITS) -> None:
+    """Refuse (AuditRefusal) a WHERE predicate that could fail on some row; see the module docstring."""
+    Checker(resolve, limits).predicate(predicate)
+    _verify_on_constants(predicate)
+
+
+# -- the total form the engines run ----------------------------------------------------------------
+
+_DOUBLE = exp.DataType.build("DOUBLE")
+
+
+def total_form(term: exp.Expression, dialect: str = "duckdb") -> exp.Expression:
+    """An accepted (audited, unqualified) filter term as the engine runs it: numbers in DOUBLE,
+    division by NULLIF(d, 0), canonical LIKE patterns, JSON paths in the engine's syntax, and
+    on DuckDB a json_valid guard on the JSON column. Same truth value as the term wherever the
+    term does not raise."""
+    return _Normaliser(dialect).run(term.copy())[0]
+
+
+class _Normaliser:
+    def __init__(self, dialect: str):
+        self.dialect = dialect
+
+    def run(self, node: exp.Expression) -> tuple[exp.Expression, str]:
+        if isinstance(node, exp.Paren):
+            inner, kind = self.run(node.this)
+            node.set("this", inner)
+            return node, kind
+        if isinstance(node, exp.Column):
+            return node, _TYPE_BY_NAME[node.name.lower()]
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return node, TEXT
+            value = number(node)
+            return (exp.Literal.number(str(value)), INT) if isinstance(value, int) \
+                else (exp.Literal.number(repr(float(value))), DOUBLE)
+        if isinstance(node, exp.Boolean):
+            return node, BOOL
+        if isinstance(node, exp.Null):
+            return node, NULL
+        if isinstance(node, (exp.And, exp.Or)):  # a chain a OR b OR c ... iteratively, not by recursion
+            for operand in list(node.flatten()):
+                new, _ = self.run(operand)
+                if new is not operand:
+                    operand.replace(new)
+            return node, BOOL
+        if like_parts(node) is not None:
+            return self._like(node), BOOL
+        if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+            return self._json(node)
+        if isinstance(node, exp.Substring):  # positions stay integer literals
+            this, _ = self.run(node.this)
+            node.set("this", this)
+            return node, TEXT
+        kinds = {}
+        for key, value in list(node.args.items()):
+            if isinstance(value, exp.Expression) and key != "to":
+                new, kinds[key] = self.run(value)
+                node.set(key, new)
+            elif isinstance(value, list) and value and isinstance(value[0], exp.Expression):
+                done = [self.run(v) for v in value]
+                node.set(key, [n for n, _ in done])
+                kinds[key] = [k for _, k in done]
+        if isinstance(node, (*_ARITHMETIC, exp.Neg, exp.Abs, *_COMPARISONS, exp.In, exp.Between, exp.Coalesce)):
+            flat = [k for v in kinds.values() for k in (v if isinstance(v, list) else [v])]
+            if isinstance(node, (*_ARITHMETIC, exp.Neg, exp.Abs)) or \
+                    ({k for k in flat if k != NULL} <= NUMERIC and any(k in NUMERIC for k in flat)):
+                self._doubles(node)
+            if isinstance(node, (exp.Div, exp.Mod)):
+                node.set("expression", exp.Nullif(this=node.expression, expression=_double(exp.Literal.number(0))))
+            if isinstance(node, (*_ARITHMETIC, exp.Neg, exp.Abs)):
+                return node, DOUBLE
+            if isinstance(node, exp.Coalesce):
+                known = {k for k in flat if k != NULL}
+                return node, (DOUBLE if known and known <= NUMERIC else known.pop() if known else NULL)
+            return node, BOOL
+        if isinstance(node, exp.TryCast):
+            return node, CAST_TARGETS[node.args["to"].this]
+        if isinstance(node, exp.Length):
+            return node, INT
+        if isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.DPipe, exp.Concat)):
+            return node, TEXT
+        return node, BOOL  # AND, OR, NOT, IS, StartsWith, RegexpLike
+
+    def _doubles(self, node: exp.Expression) -> None:
+        for key, value in list(node.args.items()):
+            if isinstance(value, exp.Expression):
+                node.set(key, _double_if_numeric(value))
+            elif isinstance(value, list):
+                node.set(key, [_double_if_numeric(v) if isinstance(v, exp.Expression) else v for v in value])
+
+    def _like(self, node: exp.Expression) -> exp.Expression:
+        like, pattern, escape = like_parts(node)  # type: ignore[misc]
+        subject, _ = self.run(like.this)
+        esc = (escape.this or None) if escape is not None else None
+        text, canonical_escape = canonical_like(like_tokens(pattern.this, esc))
+        out = type(like)(this=subject, expression=exp.Literal.string(text), negate=like.args.get("negate"))
+        if canonical_escape is not None:
+            out = exp.Escape(this=out, expression=exp.Literal.string(canonical_escape))
+        return out
+
+    def _json(self, node: exp.Expression) -> tuple[exp.Expression, str]:
+        source, _ = self.run(node.this)
+        if self.dialect == "duckdb" and isinstance(source, exp.Column):  # the JSON column itself
+            source = exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.func("json_valid", source.copy()),
+                                                          true=source)]))
+        parts = json_path(node.expression)
+        if self.dialect in ("duckdb", "spark"):  # the engines we run: a path text verified on DuckDB
+            path: exp.Expression = exp.Literal.string(path_text(parts, self.dialect))
+        else:  # --emit-sketch for other engines: sqlglot writes the path in their syntax
+            path = exp.JSONPath(expressions=[exp.JSONPathRoot(), *(
+                exp.JSONPathSubscript(this=p) if isinstance(p, int) else exp.JSONPathKey(this=p) for p in parts)])
+        out = type(node)(this=source, expression=path)
+        return out, (TEXT if isinstance(node, exp.JSONExtractScalar) else JSON)
+
+
+def _double(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=node, to=_DOUBLE.copy())
+
+
+def _double_if_numeric(node: exp.Expression) -> exp.Expression:
+    """Cast an operand to DOUBLE unless it already is one (a column or computation typed DOUBLE)."""
+    probe = node.this if isinstance(node, exp.Paren) else node
+    if isinstance(probe, exp.Literal) and not probe.is_string:
+        return _double(node)
+    if isinstance(probe, exp.Column) and _TYPE_BY_NAME.get(probe.name.lower()) == INT:
+        return _double(node)
+    if isinstance(probe, exp.Length) or (isinstance(probe, exp.TryCast) and CAST_TARGETS.get(
+            probe.args["to"].this) == INT):
+        return _double(node)
+    return node
+
+
+# -- evaluation on constants ------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_CON = None
+_SAMPLE_TEXT = ("", "a", "%", "_", "\\", "!", "ab%_\\!'\"", "é€𝄞", "\n", "2020-01-01", "1e308", "{\"a\": 1}")
+
+
+def _constants():
+    global _CON
+    if _CON is None:
+        import duckdb
+
+        _CON = duckdb.connect(":memory:")
+    return _CON
+
+
+def _verify_on_constants(predicate: exp.Expression) -> None:
+    """Run the exact SQL the rewrite will run for each pattern, path, position and literal on
+    sample values in a private in-memory DuckDB: any error there is a refusal (nothing of the
+    store is read). The samples come from a column (unnest of a parameter), not from literals,
+    so that DuckDB's optimizer treats the expression as it does over a table (rewriting LIKE
+    and regexp into prefix/contains matches) instead of folding it to a constant."""
+    original = unqualified(predicate)
+    literals = [n for n in total_form(original, "duckdb").walk() if isinstance(n, exp.Literal) and n.is_string]
+    # (what, the rewritten expression over t.s, samples, their type, {sample index: expected result});
+    # the expected results come from the audit's reading of the *original* node, the expression
+    # from the rewrite, so a rewrite that changed the meaning is caught too
+    checks: list[tuple[str, exp.Expression, list[str], str, dict]] = []
+    subject = exp.column("s", table="t")
+    for node in list(original.walk()):
+        parts = like_parts(node)
+        if parts is not None and not isinstance(node.parent, exp.Escape):
+            like, pattern, escape = parts
+            tokens = like_tokens(pattern.this, (escape.this or None) if escape is not None else None)
+            full = "".join(c if k == CHAR else "" if k == ANY else "x" for k, c in tokens)
+            wide = "".join(c if k == CHAR else "yy" if k == ANY else "é" for k, c in tokens)
+            probe = total_form(node, "duckdb")
+            (probe.this if isinstance(probe, exp.Escape) else probe).set("this", subject.copy())
+            expected = {0: not like.args.get("negate")}   # sample 0, the pattern's expansion, must match
+            checks.append((f"the {_name(like)} pattern {pattern.this!r}", probe,
+                           [full, wide, full[:-1], full + "z", *_SAMPLE_TEXT], "VARCHAR", expected))
+        elif isinstance(node, exp.RegexpLike):
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            checks.append((f"the regular expression {node.expression.this!r}", probe,
+                           [node.expression.this, *_SAMPLE_TEXT], "VARCHAR", {}))
+        elif isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+            import json
+
+            doc: object = "ok"
+            for part in reversed(json_path(node.expression)):
+                doc = [None] * part + [doc] if isinstance(part, int) else {part: doc}
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            expected = {0: "ok" if isinstance(node, exp.JSONExtractScalar) else '"ok"'}
+            checks.append((f"the JSON path {node.expression.sql('duckdb')}", probe,
+                           [json.dumps(doc), "{}", "[]", "1", "null", '"ok"'], "JSON", expected))
+        elif isinstance(node, exp.Substring):
+            probe = total_form(node, "duckdb")
+            probe.set("this", subject.copy())
+            checks.append(("SUBSTRING", probe, list(_SAMPLE_TEXT), "VARCHAR", {}))
+    with _LOCK:
+        con = _constants()
+        if literals:
+            sql = "SELECT " + ", ".join(lit.sql("duckdb") for lit in literals)
+            try:
+                got = con.execute(sql).fetchall()[0]
+            except Exception:
+                refuse("a string literal does not read back through DuckDB's parser", predicate)
+            for lit, value in zip(literals, got):
+                if value != lit.this:
+                    refuse(f"the string literal {lit.this!r} does not read back through DuckDB's parser", lit)
+        for what, probe, samples, kind, expected in checks:
+            sql = (f"SELECT t.i, {probe.sql('duckdb')} FROM (SELECT CAST(unnest($samples) AS {kind}) AS s, "
+                   "generate_subscripts($samples, 1) - 1 AS i) AS t")
+            try:
+                rows = dict(con.execute(sql, {"samples": samples}).fetchall())
+            except Exception:
+                refuse(f"{what} raises in DuckDB on sample values; it could raise on records too", predicate)
+            if any(rows.get(i) != value for i, value in expected.items()):
+                refuse(f"{what} does not mean in DuckDB what the audit read it as", predicate)
+
+
+# -- engine-specific rules ------------------------------------------------------------------------------
+
+def check_engine(terms: list[exp.Expression | None], engine: str) -> None:
+    """Refuse (before any data is read) what the audit admits for DuckDB but `engine` could
+    fail on or take super-linear time over: Spark evaluates LIKE and RLIKE with java.util.regex."""
+    if engine != "spark":
+        return
+    for term in terms:
+        for node in term.walk() if term is not None else ():
+            if isinstance(node, exp.RegexpLike):
+                refuse("regexp_matches on the spark engine: Java's regex engine backtracks, so its running time "
+                       "(and stack) can explode on some records' text; use LIKE, or the duckdb engine", node)
+            parts = like_parts(node)
+            if parts is not None and not isinstance(node.parent, exp.Escape):
+                like, pattern, escape = parts
+                tokens = like_tokens(pattern.this, (escape.this or None) if escape is not None else None, pattern)
+                if non_trailing_wildcards(tokens) > 1:
+                    refuse(f"the {_name(like)} pattern {pattern.this!r} on the spark engine: with more than one % "
+                           "before its last character Spark's regex matching backtracks (time polynomial in the "
+                           "text length); split it into AND-ed LIKEs", node)
+
+
+def unqualified(term: exp.Expression) -> exp.Expression:
+    """The term with its columns unqualified and lower-cased (how the rewrite injects it)."""
+    term = term.copy()
+    for column in term.find_all(exp.Column):
+        column.set("table", None)
+        column.this.set("quoted", False)
+        column.this.set("this", column.name.lower())
+    return term

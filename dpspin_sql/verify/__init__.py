@@ -1,0 +1,25 @@
+"""The public, deterministic DP-SPIN verifier (SPEC §5; rules in docs/VERIFIER.md).
+
+`verify(summary, plan)` checks that every claim in a summary is supported by the
+released plan: atom mentions, numbers (public rounding rule), counts of the plan's
+themes, support bins, pairwise comparisons (public margin), rank claims, accuracy
+intervals, and the absence of trend claims and record-level detail. It reads only
+the plan and public rules, so verification and everything it feeds (feedback,
+regeneration, fallback) is post-processing. It imports nothing else from dpspin_sql:
+anyone can run it on a plan file.
+
+Layout: `text` (tokens, normalisation, sentences, clauses), `lexicon` (labels),
+`numeric` (numbers and the rounding rule), `context` (the shared check state and
+attachment), `rules/` (one module per rule, registered in `rules.RULES`), `core`
+(the orchestrator) and `claims` (structured claims).
+"""
+from __future__ import annotations
+
+from .claims import verify_claims
+from .context import Verdict, Violation
+from .core import verify
+from .plan import margin_of, plan_dict
+from .text import content as _content
+from .vocab import BIN_WORDS
+
+__all__ = ["Violation", "Verdict", "verify", "verify_claims", "plan_dict", "margin_of", "BIN_WORDS"]

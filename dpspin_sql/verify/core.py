@@ -1,0 +1,31 @@
+"""The orchestrator: run every registered rule over one (summary, plan) pair."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .context import Check, Verdict, Violation
+from .plan import plan_dict
+from .rules import RULES
+
+
+def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_theme: bool = False) -> Verdict:
+    """Check `summary` against the released `plan`; deterministic and public.
+
+    `dictionary` (labels or {atom_id, label} dicts) overrides the plan's
+    `dictionary_labels` so that non-admitted labels can be recognised.
+    `require_theme` also rejects a summary that mentions no admitted theme
+    (the decoding loop uses it so that an empty-of-content answer never wins).
+    """
+    c = Check(summary or "", plan_dict(plan), dictionary, require_theme)  # a bad plan fails even when empty
+    if not c.text.strip():
+        return Verdict(False, [Violation("empty", "", "the summary is empty", 0, 0)])
+    for rule in RULES:
+        rule.check(c)
+    if require_theme and c.plan["atoms"] and not c.mentions:
+        c.out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
+    seen, vs = set(), []
+    for v in sorted(c.out, key=lambda v: (v.start, v.code)):
+        if (v.code, v.start, v.end) not in seen:
+            seen.add((v.code, v.start, v.end))
+            vs.append(v)
+    return Verdict(not vs, vs)

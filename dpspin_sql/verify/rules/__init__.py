@@ -1,0 +1,22 @@
+"""The rules of the verifier, in the order they run (docs/VERIFIER.md).
+
+A rule is a module with one entry point, `check(c: Check) -> None`. To add a rule,
+write the module and list it here. Order matters only through what a rule masks or
+consumes: `mentions` and `details` mask the text every later rule reads, and a rule
+that judges a number or phrase consumes it so that `numbers`, last, leaves it alone.
+"""
+from . import anecdotes, bins, comparisons, counts, details, intervals, mentions, numbers, quantifiers, ranks, temporal
+
+RULES = (
+    mentions,      # theme labels → mentions; unadmitted_atom
+    details,       # contacts, identifiers, dates, money, quotes, names
+    anecdotes,     # one person's or one record's experience or statement
+    temporal,      # change over time: unsupported by a single plan
+    comparisons,   # more/less/similar/ratio/gap under the margin
+    ranks,         # rank 1, last, ordinals, top-N, rank ranges
+    intervals,     # ± and interval statements against the released accuracy intervals
+    counts,        # numbers that count themes, ranks or bins: checked against the plan's structure
+    bins,          # support words against released bins
+    quantifiers,   # most/all/none of the records
+    numbers,       # every remaining number: released value or cued metadata
+)

@@ -1,0 +1,48 @@
+"""Support words ("high", "rare", "a minor share") against the attached theme's released bin."""
+from __future__ import annotations
+
+import re
+
+from ..context import Check
+from ..vocab import BIN_PATTERNS, bin_word_applies
+
+
+def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
+    """Bin words in masked[s:e] that make a support claim: ({bin names}, start, end).
+
+    "moderate or low" is one predicate with two bins (either is true of a member).
+    """
+    txt = c.masked
+    found: list[tuple[str, int, int]] = []
+    for bin_name, needs_noun, rx in BIN_PATTERNS:
+        for m in rx.finditer(txt, s, e):
+            ws, we = m.span()
+            if c.is_consumed(ws, we) or c.overlaps(ws, we, c.rank_spans) or any(ws < b and a < we for _, a, b in found):
+                continue
+            if bin_word_applies(txt, ws, we, needs_noun):
+                found.append((bin_name, ws, we))
+    found.sort(key=lambda f: f[1])
+    runs: list[list[tuple[str, int, int]]] = []
+    for f in found:
+        if runs and re.fullmatch(r"\s*(?:,|or|,\s*or|/|and/or)\s*", txt[runs[-1][-1][2]:f[1]]):
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    out: list[tuple[set, int, int]] = []
+    for run in runs:  # "high, moderate or low" is one claim; "high, moderate" without "or" is two
+        glue = [txt[a[2]:b[1]] for a, b in zip(run, run[1:])]
+        if len(run) > 1 and any(re.search(r"or|/", g) for g in glue):
+            out.append(({n for n, _, _ in run}, run[0][1], run[-1][2]))
+        else:
+            out.extend(({n}, ws, we) for n, ws, we in run)
+    return out
+
+
+def check(c: Check) -> None:
+    for names, s, e in bin_predicates(c, 0, len(c.masked)):
+        att = c.attach(s, e, back=False)
+        if not att:
+            continue
+        bins = {str(c.atom(x).get("bin", "")).lower() for x in att[0].atoms}
+        if not bins & names:
+            c.add("wrong_bin", s, e, f'"{att[0].text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')

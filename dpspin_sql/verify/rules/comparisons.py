@@ -1,0 +1,185 @@
+"""Pairwise comparisons under the public margin (SPEC §4 *Comparison margin*).
+
+"A is more common than B" is supported only if the released masses differ by at least
+the margin; "similar" only if they differ by less; a multiple needs the order by the
+margin and the released ratio; a gap claim is judged against the margin, and a stated
+gap value by the rounding rule.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..context import Check
+from ..lexicon import Mention
+from ..numeric import HEDGE_APPROX, NUMWORD, number_matches, numbers, parse_words
+from ..plan import mass
+from ..vocab import SHARED_RANK
+
+GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w-]+){0,3}?\s+than\b"
+                r"|\b(?:outnumber(?:s|ed)?|exceed(?:s|ed)?|surpass(?:es|ed)?|outpace(?:s|d)?|outrank(?:s|ed)?"
+                r"|eclipse(?:s|d)?|dwarf(?:s|ed)?|overshadow(?:s|ed)?)\b(?!\s+by)|\bahead\s+of\b", re.I)
+LT = re.compile(r"\b(?:less|fewer|lower|smaller)\b(?:\s+[\w-]+){0,3}?\s+than\b"
+                r"|\b(?:outnumbered|exceeded|surpassed|outpaced|outranked|eclipsed|dwarfed|overshadowed)\s+by\b"
+                r"|\b(?:trail(?:s|ed|ing)?|lag(?:s|ged|ging)?(?:\s+behind)?|behind)\b", re.I)
+SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+par|roughly\s+equal(?:ly)?|about\s+equal(?:ly)?"
+                 r"|nearly\s+equal(?:ly)?|(?:about|roughly|nearly|almost|just)\s+as\s+\w+\s+as|as\s+(?:common|frequent|prevalent|often)\s+as"
+                 r"|neck\s+and\s+neck|tied|level\s+with|close\s+to|in\s+line\s+with|match(?:es)?"
+                 r"|close\s+together|(?:(?:are|were|is|was|remain|remains|stay|stays|sit|sits|look|looks|seem|seem|run|runs)\s+)"
+                 r"(?:very\s+|quite\s+|fairly\s+|relatively\s+)?close(?=\s*(?:[,.;:!?)—–]|$|\s+in\s+(?:support|size|mass|"
+                 r"volume|frequency|prevalence|share|count|number|magnitude)\b|\s+(?:to\s+)?(?:each\s+other|one\s+another))))\b", re.I)
+RATIO = re.compile(r"\b(?P<k>twice|double|triple|half|(?:\d+(?:\.\d+)?|" + NUMWORD + r")\s*(?:times|x))"
+                   r"\s+(?:as\s+[\w-]+\s+as|more\s+(?:[\w-]+\s+){0,2}?than|the\s+\w+\s+of|that\s+of|as\s+many\s+[\w-]*\s*as|as\s+often\s+as)", re.I)
+GAP = re.compile(r"(?P<q>\b(?:large|wide|big|clear|substantial|sizable|sizeable|significant|notable|considerable|"
+                 r"small|narrow|slight|negligible|tiny|minor|little|no|marginal)\s+)?"
+                 r"\b(?:gap|difference|margin|spread|distance)\s+(?:between|separating)\b|\bdiffer(?:s)?\s+by\b", re.I)
+_SMALL = ("small", "narrow", "slight", "negligible", "tiny", "minor", "little", "no", "marginal")
+# "the difference between A and B is too small to matter", "no meaningful difference between"
+_SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|minor|little|insignificant|no\s+(?:real\s+|"
+                          r"meaningful\s+|significant\s+|clear\s+|statistically\s+meaningful\s+)?(?=gap|difference)|"
+                          r"not\s+(?:statistically\s+)?(?:meaningful|significant|reliable)|within\s+the\s+(?:public\s+)?"
+                          r"(?:comparison\s+)?margin|(?:below|under|less\s+than)\s+the\s+(?:public\s+)?(?:comparison\s+)?margin|"
+                          r"indistinguishable|within\s+(?:the\s+)?noise)\b", re.I)
+
+
+def _groups(c: Check, s: int, e: int) -> tuple[list[Mention], list[Mention]]:
+    """The mentions compared: before the cue in its clause, and after it."""
+    k = c.sentence_of(s)
+    ss, se = c.sents[k]
+    left = right = []
+    for cs, ce in c.clauses_of(k):
+        if cs <= s < ce:
+            left = c.in_range(cs, s)
+            right = c.in_range(e, ce)
+    if not left:  # "A, with 480, is more common than B"
+        left = c.in_range(ss, s)[-1:]
+    return left, right
+
+
+def _judge(c: Check, ma: float, mb: float, op: str, k: float):
+    d, M = ma - mb, c.margin
+    if op == "gt":
+        if d >= M:
+            return None
+        if d <= -M:
+            return ("reversed_comparison", "the released masses order them the other way")
+        return ("unsupported_comparison", f"their released masses differ by less than the comparison margin ({M:g})")
+    if op == "lt":
+        return _judge(c, mb, ma, "gt", k)
+    if op == "sim":
+        return None if abs(d) < M else ("unsupported_comparison", f"their released masses differ by at least the comparison margin ({M:g}), so they are not similar")
+    if op == "gap_big":
+        return None if abs(d) >= M else ("unsupported_comparison", f"the released gap is below the comparison margin ({M:g})")
+    if op == "ratio":
+        if k < 1:
+            ma, mb, k, d = mb, ma, 1 / k, -d
+        if d < M:
+            return ("reversed_comparison" if d <= -M else "unsupported_comparison",
+                    f"a multiple needs the first to exceed the second by the comparison margin ({M:g})")
+        r = ma / mb if mb > 0 else math.inf
+        return None if abs(r - k) <= 0.25 + 1e-9 else ("unsupported_comparison", f"the released ratio is {r:.2f}, not about {k:g}")
+    return None
+
+
+def _pair_verdict(c: Check, a: Mention, b: Mention, op: str, k: float = 0.0):
+    """A violation (code, why) unless some reading of the two mentions supports the claim."""
+    best = None
+    for x in a.atoms:
+        for y in b.atoms:
+            if x == y:
+                continue
+            r = _judge(c, mass(c.atom(x)), mass(c.atom(y)), op, k)
+            if r is None:
+                return None
+            best = best or r
+    return best
+
+
+def _vs_rest(c: Check, a: Mention, op: str, s: int, e: int) -> None:
+    ranked = sorted(c.plan["atoms"], key=lambda x: int(x.get("rank", 0)))
+    if len(ranked) < 2:
+        return
+    target = ranked[0] if op == "gt" else ranked[-1]
+    other = ranked[1] if op == "gt" else ranked[-2]
+    ok = any(int(c.atom(x).get("atom_id", x)) == int(target.get("atom_id", -9)) for x in a.atoms) and \
+        abs(mass(target) - mass(other)) >= c.margin
+    if not ok:
+        c.add("unsupported_comparison", a.start, e,
+              f'"{a.text}" is not {("above" if op == "gt" else "below")} every other theme by the comparison margin ({c.margin:g})')
+
+
+def _gap_numbers(c: Check, a: Mention, b: Mention, s: int) -> None:
+    """A stated gap value ("the difference … is 311 reviews") is a released difference."""
+    ss, se = c.sents[c.sentence_of(s)]
+    for num in numbers(c.masked[ss:se]):
+        num.start += ss
+        num.end += ss
+        vals = []
+        for x in a.atoms:
+            for y in b.atoms:
+                ax, ay = c.atom(x), c.atom(y)
+                vals.append(abs(mass(ax) - mass(ay)))
+                vals.append(abs(float(ax.get("display_mass", mass(ax))) - float(ay.get("display_mass", mass(ay)))))
+                if "support" in ax and "support" in ay:
+                    vals.append(abs(float(ax["support"]) - float(ay["support"])) * 100)
+        if any(number_matches(num, v) for v in vals):
+            c.consume(num.start, num.end)
+
+
+def _ratio_k(m: re.Match) -> float:
+    kk = m.group("k").lower()
+    k = {"twice": 2, "double": 2, "triple": 3, "half": 0.5}.get(kk)
+    if k is None:
+        num = re.match(r"([\w.]+)", kk).group(1)
+        k = float(num) if re.match(r"[\d.]+$", num) else (parse_words(num) or (0.0, 0))[0]
+    return float(k)
+
+
+def check(c: Check) -> None:
+    txt = c.masked
+    found: list[tuple[int, int, str, float, str]] = []
+    shared = [m.span() for m in SHARED_RANK.finditer(txt)]  # "tied for second": one rank claim (rule ranks)
+    for rx, op in ((RATIO, "ratio"), (GAP, "gap"), (GT, "gt"), (LT, "lt"), (SIM, "sim")):
+        for m in rx.finditer(txt):
+            s, e = m.span()
+            if any(s < fe and fs < e for fs, fe, *_ in found) or (op == "sim" and any(s < b and a < e for a, b in shared)):
+                continue
+            if op in ("gt", "lt") and re.match(r"\s*(?:" + HEDGE_APPROX + r")?\s*(?:[\d~]|(?:" + NUMWORD + r")\b)",
+                                               txt[e:e + 24], re.I) and not re.match(r"\s*§", txt[e:]):
+                continue  # "more than 480", "more than four themes": a hedge, not a comparison
+            k = _ratio_k(m) if op == "ratio" else 0.0
+            found.append((s, e, op, k, m.group("q") if op == "gap" else ""))
+    for s, e, op, k, q in found:
+        if op == "sim" and re.match(r"(?i)close\s+to\b|match", txt[s:e]) and not re.match(r"\s*§", txt[e:e + 3]) \
+                and not re.match(r"(?i)close\s+to\s+(?:each\s+other|one\s+another)", txt[s:s + 30]):
+            continue  # "close to 480" is a hedge; "close to each other" is a similarity claim
+        c.consume(s, e)
+        left, right = _groups(c, s, e)
+        if op == "gap":
+            ms = c.in_range(*c.sents[c.sentence_of(s)])
+            after = [m for m in ms if m.start >= e][:2]
+            pair = after if len(after) == 2 else ms[:2]
+            if len(pair) < 2:
+                continue
+            k = c.sentence_of(s)
+            cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
+            small = (q or "").strip().lower() in _SMALL or bool(_SMALL_WORDS.search(txt[cs:c.sents[k][1]]))
+            op2 = "sim" if small else "gap_big"
+            _gap_numbers(c, pair[0], pair[1], s)
+            r = _pair_verdict(c, pair[0], pair[1], op2)
+            if r:
+                c.add(r[0], s, max(pair[1].end, e), f'the stated gap between "{pair[0].text}" and "{pair[1].text}" is not supported: {r[1]}')
+            continue
+        if op == "sim" and not right and len(left) >= 2:
+            left, right = left[:1], left[1:]
+        if not left:
+            continue
+        if not right:
+            if op in ("gt", "lt") and re.match(r"\s*(?:the|all|any|every)\s+(?:other|rest|remaining|others)", txt[e:e + 30]):
+                _vs_rest(c, left[0], op, s, e)
+            continue
+        for a in left:
+            for b in right:
+                r = _pair_verdict(c, a, b, op, k)
+                if r:
+                    c.add(r[0], a.start, b.end, f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')

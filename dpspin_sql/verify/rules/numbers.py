@@ -1,0 +1,144 @@
+"""Numbers: every number left over is a released value of its theme or cued plan metadata.
+
+Runs last: numbers that other rules have judged (ranks, counts, intervals, gaps,
+quantifiers) are consumed. A number is accepted when, under the public rounding rule,
+it matches a released value of the theme it is attached to, or a metadata field whose
+cue word stands in the number's clause — or in its sentence when the number's clause
+names no theme (docs/VERIFIER.md, *Plan metadata*). Scopes are grammatical, never a
+character distance: a longer sentence about the margin is as valid as a short one.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..context import Check
+from ..lexicon import Mention
+from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
+from ..plan import mass
+from ..text import is_enumerator, span_of
+from ..vocab import PLAN_NOUNS
+
+# field → cue words (whole words, case-insensitive); docs/VERIFIER.md *Plan metadata*
+CUES = {
+    "epsilon": r"ε|epsilon|privacy|budget|dp|differential(?:ly)?",
+    "delta": r"δ|delta",
+    "L": PLAN_NOUNS + r"|plan|top|top-l|l",
+    "m": PLAN_NOUNS + r"|dictionary|universe|candidates?|vocabulary|taxonomy|m",
+    "K": r"k|per\s+record|assignments?|at\s+most|up\s+to",
+    "B": r"b|bound|clip(?:ping|ped)?|contributions?|per\s+user",
+    "public_denominator": r"denominator|total|out\s+of|of|among|across|over|in|records?|complaints?|reviews?|documents?",
+    "comparison_margin": r"margins?(?!\s+of\s+error)|comparison\s+threshold|threshold|differences?|differ(?:s|ing)?|"
+                         r"gaps?|apart|meaningful|significant|(?:in)?distinguishable",
+    "noise_scale": r"noise|scale|σ|sigma|standard\s+deviation",
+    "interval_half_width": r"±|\+/-|\+-|plus\s+or\s+minus|give\s+or\s+take|margin\s+of\s+error|half[\s-]?width|error|"
+                           r"uncertainty|accura(?:cy|te)|precision|within",
+    "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
+}
+_CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in CUES.items()}
+
+
+def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
+    """The public metadata values this number could state (field, value)."""
+    p, vals = c.plan, []
+    if num.kind not in ("digits", "words"):
+        return vals
+    if num.pct:  # only the confidence level is a percentage
+        conf = p.get("interval_confidence")
+        return [("interval_confidence", 100.0 * float(conf))] if isinstance(conf, (int, float)) else []
+    for key in CUES:
+        if isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool):
+            vals.append((key, float(p[key]) * (100.0 if key == "interval_confidence" else 1.0)))
+    vals.append(("L", float(c.n)))
+    return vals
+
+
+def cue_scope(c: Check, s: int) -> tuple[int, int]:
+    """The number's clause; its sentence when the clause names no admitted theme."""
+    k = c.sentence_of(s)
+    cs, ce = span_of(c.clauses_of(k), s, c.sents[k])
+    return (cs, ce) if c.in_range(cs, ce) else c.sents[k]
+
+
+def _matches(key: str, num: Num, v: float) -> bool:
+    """The rounding rule; a confidence level is a label (95%), stated exactly."""
+    if key == "interval_confidence":
+        return abs(num.value - v) < 1e-9 or abs(num.value - v / 100.0) < 1e-9 and not num.pct
+    return number_matches(num, v)
+
+
+def is_metadata(c: Check, num: Num) -> bool:
+    vals = [(k, v) for k, v in metadata_values(c, num) if _matches(k, num, v)]
+    if not vals:
+        return False
+    a, b = cue_scope(c, num.start)
+    region = c.masked[a:num.start] + " " + c.masked[num.end:b]
+    return any(_CUE_RX[k].search(region) for k, _ in vals)
+
+
+def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
+    """The released values a number attached to these mentions may state."""
+    vals: list[float] = []
+    for men in att:
+        for x in men.atoms:
+            a = c.atom(x)
+            if num.pct:
+                if a.get("support") is not None:
+                    vals.append(float(a["support"]) * 100)
+            else:
+                vals.append(mass(a))
+                if a.get("display_mass") is not None:
+                    vals.append(float(a["display_mass"]))
+                if a.get("support") is not None and num.kind == "digits" and num.value < 1:
+                    vals.append(float(a["support"]))
+    return vals
+
+
+_DISTRIBUTIVE = re.compile(r"\b(?:each|both|apiece|every\s+one|all\s+(?:of\s+them|five|four|three|two))\b", re.I)
+
+
+def _distributed(c: Check, num: Num) -> list[Mention] | None:
+    """'A, B and C each appear in under 3%': the value is stated for every theme of the group."""
+    k = c.sentence_of(num.start)
+    cs, ce = span_of(c.clauses_of(k), num.start, c.sents[k])
+    if not _DISTRIBUTIVE.search(c.masked[cs:ce]):
+        return None
+    if num.start in c.respective() or c._paren_owner(c.sents[k][0], num.start, num.end) is not None:
+        return None  # "both dry skin (12.2%) and long lasting (9.6%)": each value has its own theme
+    if k in c.groups and len(c.groups[k]) > 1:
+        return [Mention(num.start, num.end, g, "") for g in c.groups[k]]
+    named: list[Mention] = []
+    for m in c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else []):
+        if all(m.atoms != x.atoms for x in named):
+            named.append(m)
+    return named if len(named) > 1 else None
+
+
+def _group_fits(c: Check, group: list[Mention], num: Num) -> bool:
+    """Every member satisfies the number; a bound is tight for the member nearest to it."""
+    per = [atom_values(c, [m], num) for m in group]
+    if not all(per):
+        return False
+    if num.kind in ("digits", "words") and num.hedge in LOW_HEDGES | HIGH_HEDGES:
+        low = num.hedge in LOW_HEDGES
+        extreme = max(max(v) for v in per) if low else min(min(v) for v in per)
+        loose = Num(num.start, num.end, num.text, num.value, math.inf, num.hedge, num.kind, num.pct, num.ordinal)
+        return all(any(number_matches(loose, x) for x in v) for v in per) and number_matches(num, extreme)
+    return all(any(number_matches(num, x) for x in v) for v in per)
+
+
+def check(c: Check) -> None:
+    for num in numbers(c.masked):
+        s, e = num.start, num.end
+        if c.overlaps(s, e, c.rank_spans + c.consumed) or num.ordinal or is_enumerator(c.text, s, e):
+            continue  # judged by another rule; ordinals are rank words; "1." starts a list item
+        group = _distributed(c, num)
+        if group:
+            if not _group_fits(c, group, num):
+                c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
+            continue
+        att = c.attach(s, e)
+        if any(number_matches(num, v) for v in atom_values(c, att, num)) or is_metadata(c, num):
+            continue
+        who = f' for "{att[0].text}"' if att else ""
+        c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')

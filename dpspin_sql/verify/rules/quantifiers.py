@@ -1,0 +1,50 @@
+"""Quantifiers over the records ("most customers", "every reviewer", "nobody").
+
+They claim a share of the records: a plan backs "most" / "more than half" (released
+support above one half), "the vast majority" (above 0.75) or "almost all" (above 0.9)
+of an atom named in the same clause; it never backs a universal claim, which would
+need every record. Sentences about the method itself ("no individual customer can be
+identified") are not claims about the data.
+"""
+from __future__ import annotations
+
+import re
+
+from ..context import Check
+from ..text import clauses, span_of
+from ..vocab import METHOD, is_bound_statement
+
+_POPULATION = (r"(?:consumers?|complaints?|complainers?|customers?|reviewers?|reviews?|users?|people|"
+               r"persons?|guests?|diners?|respondents?|records?|tickets?|clients?|borrowers?|patients?|"
+               r"buyers?|shoppers?|visitors?|members?|complainants?|them)")
+_RANK_ADJ = r"(?:common|frequent|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised|often)"
+_MODIFIER = r"(?:\s+(?!(?:themes?|topics?|atoms?|categories|category|issues?|items?|plan)\b)[a-z'-]+){0,3}?"
+QUANT = re.compile(
+    r"\b(?P<q>most(?!\s+" + _RANK_ADJ + r")|more\s+than\s+half|over\s+half|(?:the\s+|a\s+)?vast\s+majority"
+    r"|(?:the\s+)?bulk|almost\s+all|nearly\s+all|virtually\s+all|all|every|each|none|no)"
+    r"(?:\s+of)?(?:\s+(?:the|these|those|our|their))?" + _MODIFIER + r"\s+" + _POPULATION + r"\b"
+    r"|\b(?P<u>everyone|everybody|nobody|no\s+one|universally|without\s+exception|(?:near|nearly)[\s-]universal)\b",
+    re.I)
+_NEED = {"most": 0.5, "more than half": 0.5, "over half": 0.5, "vast majority": 0.75, "the vast majority": 0.75,
+         "a vast majority": 0.75, "bulk": 0.5, "the bulk": 0.5, "almost all": 0.9, "nearly all": 0.9,
+         "virtually all": 0.9}
+
+
+def check(c: Check) -> None:
+    masked = c.masked
+    for m in QUANT.finditer(masked):
+        q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
+        s, e = span_of(c.sents, m.start(), (0, len(masked)))
+        if METHOD.search(c.text[s:e]) or is_bound_statement(masked[s:e]):
+            continue  # about the method or the assignment bound K, not about the records
+        need = _NEED.get(q)
+        cs, ce = span_of(clauses(masked, s, e), m.start(), (s, e))
+        supports = [c.atom(a).get("support") for x in c.mentions if cs <= x.start < ce for a in x.atoms]
+        if need is not None and supports and all(v is not None and v > need for v in supports):
+            c.consume(m.start(), m.end())
+            continue
+        why = ("a universal claim about the records that no plan can support" if need is None else
+               f"a claim that more than {need:.0%} of the records share a theme, which no released "
+               "support value of the theme it is about backs")
+        c.add("unsupported_number", m.start(), m.end(), f'"{m.group(0)}" is {why}')
+        c.consume(m.start(), m.end())

@@ -1,0 +1,230 @@
+"""Rank claims against the released ranks ("the most common", "ranks third", "the top three").
+
+Superlatives always refer to the whole plan, so they are checked against rank 1 or
+the last released rank; ordinals and rank numbers against the attached theme's rank;
+rank groups against every theme named in the sentence.
+"""
+from __future__ import annotations
+
+import re
+
+from ..context import Check
+from ..numeric import ORDINALS, TENS, UNITS, ord_value, parse_words
+from ..plan import mass
+from ..vocab import ORD, PLAN_NOUNS, RANK1, RANK_ADJ, RANKLAST, SHARED_RANK
+from .bins import bin_predicates
+
+_COUNTW = "|".join(list(UNITS)[2:] + list(TENS))
+_POS = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + "|" + "|".join(list(UNITS)[1:] + list(TENS)) + r")"
+_GROUP_END = rf"(?=[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b|\s*[,.;:)—–]|\s*$|\s+(?:are|were|is|was|have|has|all|both|each|together)\b)"
+# "beyond the top three": the mentions are outside the group
+_EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\s+from|other\s+than|except(?:\s+for)?|"
+                      r"excluding|not\s+(?:in|among)|behind|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
+PATTERNS = [
+    (SHARED_RANK, "shared"),
+    (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
+                rf"(?:to|through|thru|–|-|and)\s*#?\s*(?P<b>{_POS})\b", re.I), "range"),
+    (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:most\s+{RANK_ADJ}|largest|biggest|highest|greatest|leading|"
+                r"top-ranked)\b", re.I), "topn"),
+    (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:least\s+{RANK_ADJ}|smallest|lowest|rarest)\b", re.I), "bottomn"),
+    (re.compile(rf"\b(?:the\s+)?{ORD}[\s-]+(?:most|largest|biggest|highest|greatest|strongest)\b", re.I), "ord"),
+    (re.compile(rf"\b{ORD}[\s-]+(?:least|lowest|smallest|rarest)\b", re.I), "ordlast"),
+    (re.compile(r"\b(?:rank(?:s|ed|ing)?|placed|places|position(?:ed)?|com(?:es|e|ing)\s+in|came\s+in|sits?\s+at|at|number|no\.|#)\s*(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?"
+                r"(?P<k>\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + r")\b", re.I), "k"),
+    (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?)\s+(?:in\s+)?{ORD}\b", re.I), "ordk"),
+    (re.compile(rf"\b(?:in|at)\s+{ORD}\s+(?:place|position|spot)\b", re.I), "ordk"),
+    (re.compile(rf"\bthe\s+{ORD}\s+(?:{PLAN_NOUNS})\b", re.I), "ordk"),
+    (re.compile(r"\b(?:top|first|leading)[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
+    (re.compile(r"\bbottom[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
+    (re.compile(r"\b(?:last|final)\s+(?P<k>\d+|" + _COUNTW + r")\b" + _GROUP_END, re.I), "bottomn"),
+    (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
+    (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
+    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table)\b|\bin\s+(?:the\s+)?lead\b", re.I), "r1v"),
+    (re.compile(r"\b(?:comes?|came|ranks?|ranked|sits?|is|are)\s+(?:in\s+)?last\b|\bin\s+last\s+place\b|\bat\s+the\s+bottom\b", re.I), "rlastv"),
+]
+
+
+def _skip(kind: str, m: re.Match, txt: str, s: int, e: int) -> bool:
+    """Forms of the patterns that are not rank claims ("at 12", "the top", "number 3 of")."""
+    if kind == "r1" and re.match(r"(?i)the\s+top$|top$", m.group().strip()) and not m.group("pl"):
+        if not re.match(rf"\s*(?:{PLAN_NOUNS}|of\s+the\s+(?:list|plan|ranking))", txt[e:e + 30], re.I):
+            return True
+    if kind == "k" and re.match(r"(?i)(?:at|number|#|no\.)", m.group()) and not re.search(r"(?i)rank|#|no\.|number", m.group()):
+        return True
+    if kind == "k" and re.match(r"(?i)at\s", m.group()) and not re.search(r"(?:st|nd|rd|th)\b|" + "|".join(ORDINALS), m.group(), re.I):
+        return True
+    if kind == "k" and re.match(r"(?i)number\s+\d", m.group()) and not re.search(r"(?i)\bat\s+$|\bis\s+$|\bas\s+$", txt[max(0, s - 6):s]):
+        return True
+    return False
+
+
+def _ranks(c: Check, men) -> list[int]:
+    return [int(c.atom(x).get("rank", 0)) for x in men.atoms]
+
+
+def _shared(c: Check, m: re.Match, s: int, e: int) -> None:
+    """'A and B are tied for second place': the themes' released masses lie within the margin of
+    each other and the claimed rank is the best (smallest) of their ranks."""
+    gd = m.groupdict()
+    want = (1 if gd.get("stop") else c.max_rank if gd.get("slast") else
+            int(gd["snum"]) if gd.get("snum") else ord_value(gd["sord"]))
+    k = c.sentence_of(s)
+    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    named: list = []
+    for men in c.in_range(cs, ce) or c.attach(s, e):
+        if all(men.atoms != x.atoms for x in named):
+            named.append(men)
+    if not named:
+        return
+    readings = [[]]
+    for men in named[:6]:
+        readings = [r + [x] for r in readings for x in sorted(men.atoms)][:64]
+    best = None
+    for r in readings:
+        others = [x for x in c.lex.atoms if x not in r] if len(r) == 1 else [None]
+        for o in others:  # one theme named: "A is tied for second" needs a partner within the margin
+            group = r + ([o] if o is not None else [])
+            masses = [mass(c.atom(x)) for x in group]
+            ranks = [int(c.atom(x).get("rank", 0)) for x in group]
+            # "tied for last" shares the bottom place; any other rank is the best of the tied ranks
+            rank_ok = max(ranks) == c.max_rank if gd.get("slast") else min(ranks) == want
+            close = len(group) > 1 and max(masses) - min(masses) < c.margin
+            if rank_ok and close:
+                return
+            score = (rank_ok, close)
+            if best is None or score > best[0]:
+                best = (score, group, ranks, masses)
+    (rank_ok, close), group, ranks, masses = best
+    names = " and ".join(f'"{c.lex.label_of[x]}"' for x in group)
+    if not rank_ok:
+        c.add("wrong_rank", s, e, f"{names} have released ranks {', '.join(map(str, ranks))}, so they cannot share "
+              + ("the last place" if gd.get("slast") else f"rank {want}"))
+    if not close:
+        c.add("unsupported_comparison", named[0].start, max(e, named[-1].end),
+              f"{names} differ by at least the comparison margin ({c.margin:g}), so they are not tied")
+
+
+def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
+    gd = m.groupdict()
+    if kind == "shared":
+        _shared(c, m, s, e)
+        return
+    if kind == "range":
+        _range(c, _pos(gd["a"]), _pos(gd["b"]), s, e)
+        return
+    if kind in ("topn", "bottomn"):
+        n = _pos(gd["k"])
+        word = "top" if kind == "topn" else "bottom"
+        c.rank_counts.append((s, m.start("k"), m.end("k"), n, e))  # a count of ranks too (Counts: enumerations)
+        if n > c.max_rank:
+            c.add("wrong_rank", s, e, f'the plan ranks only {c.max_rank} themes, so there is no {word} {n}')
+            return
+        k = c.sentence_of(s)
+        ss, se = c.sents[k]
+        outside = bool(_EXCLUDE.search(c.masked[ss:s]))
+        if not outside:
+            top = kind == "topn"
+            c.groups.setdefault(k, [frozenset({x}) for x, a in c.lex.atoms.items()
+                                    if (int(a.get("rank", 0)) <= n if top else int(a.get("rank", 0)) > c.max_rank - n)])
+        for men in c.in_range(ss, se):
+            ranks = _ranks(c, men)
+            inside = any(r <= n for r in ranks) if kind == "topn" else any(r > c.max_rank - n for r in ranks)
+            if inside == outside:
+                where = "outside" if not outside else "inside"
+                c.add("wrong_rank", men.start, men.end, f'"{men.text}" (released rank {ranks[0]}) is {where} the {word} {n}')
+        return
+    plural = (bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")) \
+        or (kind in ("r1v", "rlastv") and re.search(rf"\b(?:{PLAN_NOUNS})\s+$", c.masked[c.sents[c.sentence_of(s)][0]:s], re.I)
+            and re.search(r"(?:s|ies)\s+$", c.masked[:s], re.I))  # "themes at the bottom of the list"
+    kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
+    if plural:
+        ss, se = c.sents[c.sentence_of(s)]
+        men = c.in_range(ss, se)
+        n = len(men)
+        for mm in men:
+            ranks = _ranks(c, mm)
+            ok = any(r <= n for r in ranks) if kind == "r1" else any(r > c.max_rank - n for r in ranks)
+            if not ok:
+                c.add("wrong_rank", mm.start, mm.end, f'"{mm.text}" is not among the {n} {"most" if kind == "r1" else "least"} common themes (released rank {ranks[0]})')
+        return
+    if kind in ("r1", "r1v"):
+        want = 1
+    elif kind in ("rlast", "rlastv"):
+        want = c.max_rank
+    elif kind == "ordlast":
+        want = c.max_rank - ord_value(gd["ord"]) + 1
+    elif kind in ("ord", "ordk"):
+        want = ord_value(gd["ord"])
+    else:
+        want = ord_value(gd["k"])
+    att = c.attach(s, e)
+    if not att:
+        return
+    ranks = _ranks(c, att[0])
+    if want not in ranks:
+        c.add("wrong_rank", s, e, f'"{att[0].text}" has released rank {ranks[0]}, but the summary says rank {want}')
+
+
+def _pos(s: str) -> int:
+    s = s.lower()
+    if s.isdigit():
+        return int(s)
+    if s in ORDINALS or re.match(r"\d+(?:st|nd|rd|th)$", s):
+        return ord_value(s)
+    return int(parse_words(s)[0])
+
+
+def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
+    """'ranks 2 to 4': the themes named there have ranks a..b; with no theme, a bin applies to each."""
+    a, b = min(a, b), max(a, b)
+    if b > c.max_rank:
+        c.add("wrong_rank", s, e, f"the plan ranks only {c.max_rank} themes")
+        return
+    k = c.sentence_of(s)
+    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    named = c.in_range(cs, ce) or c.in_range(*c.sents[k])
+    for men in named:
+        ranks = _ranks(c, men)
+        if not any(a <= r <= b for r in ranks):
+            c.add("wrong_rank", men.start, men.end, f'"{men.text}" has released rank {ranks[0]}, not a rank from {a} to {b}')
+    if named:
+        return
+    members = [x for x in c.lex.atoms if a <= int(c.atom(x).get("rank", 0)) <= b]
+    c.groups.setdefault(k, [frozenset({x}) for x in members])
+    after = [p for p in bin_predicates(c, e, c.sents[k][1]) if p[1] < ce]
+    before = [p for p in bin_predicates(c, cs, s)]
+    for bins, ws, we in (after[:1] or before[-1:]):  # the range's own bin word: the next one in its clause
+        c.consume(ws, we)
+        for x in members:
+            got = str(c.atom(x).get("bin", "")).lower()
+            if got not in bins:
+                c.add("wrong_bin", ws, we, f'"{c.lex.label_of[x]}" (rank {c.atom(x).get("rank")}) is in the released "{got}" bin, not "{"/".join(sorted(bins))}"')
+
+
+_BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?![\w.,%])")
+
+
+def check(c: Check) -> None:
+    txt = c.masked
+    taken: list[tuple[int, int]] = []
+    range_sentences: set[int] = set()
+    for rx, kind in PATTERNS:
+        for m in rx.finditer(txt):
+            s, e = m.span()
+            if c.overlaps(s, e, taken) or c.is_consumed(s, e) or _skip(kind, m, txt, s, e):
+                continue
+            taken.append((s, e))
+            c.consume(s, e)
+            if kind == "range":
+                range_sentences.add(c.sentence_of(s))
+            _claim(c, kind, m, s, e)
+    # "ranks 1–3 are high, 4–7 moderate and 8–10 low": further bare ranges of a rank-range sentence
+    for k in sorted(range_sentences):
+        for m in _BARE_RANGE.finditer(txt, *c.sents[k]):
+            s, e = m.span()
+            if c.overlaps(s, e, taken) or c.is_consumed(s, e):
+                continue
+            taken.append((s, e))
+            c.consume(s, e)
+            _range(c, int(m.group("a")), int(m.group("b")), s, e)
+    c.rank_spans = taken

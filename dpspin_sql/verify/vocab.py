@@ -1,0 +1,89 @@
+"""Public word lists shared by several rules (bins, ranks, plan nouns)."""
+from __future__ import annotations
+
+import re
+
+from .numeric import ORDINALS
+
+BIN_WORDS = {
+    "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy"],
+    "moderate": ["moderate", "moderately", "medium", "middling", "intermediate", "mid-level", "mid-range", "midrange", "average"],
+    "low": ["low", "rare", "rarely", "uncommon", "infrequent", "scarce", "marginal", "occasional"],
+}
+BIN_NEEDS_NOUN = {"high": ["major", "large", "substantial", "big", "sizable", "considerable"],
+                  "moderate": ["modest", "middle"],
+                  "low": ["minor", "small", "limited", "niche", "slight", "little"]}
+BIN_PATTERNS = [(b, needs, re.compile(r"\b" + re.escape(w).replace(r"\ ", r"\s+").replace(r"\-", r"[\s-]?") + r"\b", re.I))
+                for src, needs in ((BIN_WORDS, False), (BIN_NEEDS_NOUN, True)) for b, ws in src.items() for w in ws]
+SUPPORT_NOUNS = (r"(?:support|share|shares|portion|part|fraction|proportion|presence|volume|number|amount|prevalence|"
+                 r"level|bin|category|group|minority|concern|frequency|mass|theme|topic)")
+META_NOUNS = r"(?:privacy|noise|epsilon|ε|delta|δ|budget|margin|confidence|uncertainty|precision|sensitivity|risk)"
+RANK1 = (r"(?:most\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|"
+         r"raised|frequently\s+\w+|commonly\s+\w+)|largest|biggest|highest|greatest|leading|top-ranked|top|number\s+one|"
+         r"no\.\s*1|#\s*1)")
+RANKLAST = (r"(?:least\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
+            r"widespread|raised)|lowest|smallest|rarest|fewest)")
+ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
+# a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
+SHARED_RANK = re.compile(
+    r"\b(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
+    r"(?:tied|tie|ties|tying|joint(?:ly)?|equal|level|share|shares|shared|sharing|split|splits)"
+    r"(?:\s+(?:with\s+)?§+)?(?:\s+(?:for|at|in|on|as))?(?:\s+(?:the|a))?\s+"
+    r"(?:(?P<sord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))(?:[\s-]+(?:place|position|spot|rank|slot))?"
+    r"|(?:rank|position|place|number|no\.|#)\s*(?P<snum>\d+)"
+    r"|(?P<stop>top|lead|first)(?:[\s-]+(?:place|position|spot|rank|slot))?"
+    r"|(?P<slast>last|bottom)(?:[\s-]+(?:place|position|spot|rank|slot))?)\b"
+    # not "share the top two spots", "share second and third place", "the top of the list"
+    r"(?!\s*(?:-|\s)\s*(?:\d|" + "|".join(ORDINALS) + r"|two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"|\s+(?:and|or|to|through|thru)\s+(?:\d|" + "|".join(ORDINALS) + r")|\s+of\b)", re.I)
+PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
+              r"complaint\s+types?|phrases?|labels?)")
+# a sentence about the method itself, not about the data ("no individual can be identified")
+METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
+                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|counts?\s+(?:only\s+|just\s+)?once|contribut\w*|ε|epsilon)\b", re.I)
+# the per-record contribution bound K: a clause about what one record counts toward (docs/VERIFIER.md, Counts rule 0)
+PER_RECORD = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
+                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
+                        r"assign(?:ed|ment)s?)\b", re.I)
+_BOUND_COUNT = re.compile(r"\b(?:at\s+most|up\s+to|no\s+more\s+than|only|exactly|k\b|\d+|one|a\s+single|two|three|four|"
+                          r"five|six|seven|eight|nine|ten)\b(?:\s+[\w-]+){0,2}?\s+" + PLAN_NOUNS + r"\b|\bk\s*(?:=|themes?)", re.I)
+
+
+def is_bound_statement(sentence: str) -> bool:
+    """'Each review is assigned to at most 3 themes': a sentence about the assignment bound K is a
+    method statement (its count is checked against K by *Counts*; it is no quantifier over records)."""
+    m = PER_RECORD.search(sentence)
+    return bool(m and _BOUND_COUNT.search(sentence, m.start()))
+
+
+BIN_NOUNS = r"(?:bins?|support\s+(?:levels?|bins?|bands?|tiers?)|levels?|tiers?|bands?)"
+RANK_ADJ = r"(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|raised)"
+# singular and plural nouns for records and the people who wrote them (never plan parts)
+RECORD_NOUNS = (r"(?:reviews?|complaints?|records?|reports?|mentions?|posts?|comments?|tickets?|cases?|submissions?|"
+                r"narratives?|documents?|ratings?|responses?|times|points?|percent|percentage|votes?)")
+PEOPLE_NOUNS = (r"(?:consumers?|customers?|reviewers?|users?|people|persons?|guests?|diners?|respondents?|clients?|"
+                r"borrowers?|patients?|buyers?|shoppers?|visitors?|members?|complainants?)")
+
+
+def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
+    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?"""
+    before = txt[max(0, s - 25):s].lower()
+    after = txt[e:e + 30]
+    if re.search(r"\b(?:more|less|most|least|as|not|never|no|equally|similarly)\s+$", before):
+        return False
+    if re.match(r"\s+than\b", after, re.I):
+        return False
+    if re.match(r"[\s-]+" + META_NOUNS, after, re.I):
+        return False
+    if needs_noun and not re.match(r"[\s-]+(?:\w+\s+)?" + SUPPORT_NOUNS + r"\b", after, re.I):
+        return False
+    return True
+
+
+# capitalised words that are never names (docs/VERIFIER.md, *Names and public vocabulary*: the list there is this list)
+PUBLIC_VOCABULARY = (
+    "I", "DP", "DP-SPIN", "SPIN", "CFPB", "Gaussian", "Laplace", "OpenDP", "zCDP", "ε", "δ", "Epsilon", "Delta",
+    "Note", "Summary", "Plan", "Theme", "Themes", "Rank", "Bin", "High", "Moderate", "Low", "Support", "Product",
+    "Sub-product", "Issue", "Sub-issue", "Sub", "Overall", "Top", "Top-L", "Atom", "Atoms", "Privacy", "Differential",
+    "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI",
+)

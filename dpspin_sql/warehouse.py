@@ -1,0 +1,269 @@
+"""The two-phase warehouse release: the sketch runs where the data lives, the release here.
+
+1. `dpspin sql --dialect D --emit-sketch -f QUERY.sql` prints the audited statement's
+   enforced sketch for BigQuery, Snowflake, Trino, PostgreSQL, Spark or DuckDB: one
+   (atom_id, mass) row per atom, zeros included.
+2. The curator runs it in the warehouse and exports the m rows (CSV with a header, a JSON
+   array of objects, or JSON Lines — what `bq`, `snowsql`, `trino`, `psql --csv` and
+   Spark write).
+3. `dpspin release --from-sketch RESULT --statement QUERY.sql --dialect D --db STORE
+   --out PLAN.json` re-audits the statement (the request comes from it, never from the
+   file), checks the vector against public facts only, and releases it through
+   `release.release` with `engines.given.GivenSketch`; the ledger row names the engine
+   `warehouse:D` and carries the statement's hash and the hash of the query that was to
+   run — never anything computed from the data.
+
+The checks (`check_vector`), all before anything is charged (bad input, exit 2):
+exactly the columns atom_id and mass; exactly m rows whose atom ids are the store's
+dictionary, each once; every mass an integer (a JSON number without a fraction or
+exponent, or a string of digits: BigQuery writes INT64/BIGNUMERIC as strings),
+non-negative and within int64 (the fixed-point range OpenDP's i64 vector takes); each
+coordinate at most the total; and, when the curator passes the public number of
+protected units (`max_units`), a total of at most max_units × bound_fix, the most the
+enforced bounds allow. What cannot be checked from public facts — that the warehouse ran
+the emitted query on the right tables — is the curator's to vouch for, as for any engine.
+
+Table and column mappings for the user's own warehouse tables will be options of both
+phases (the same statement has to be audited against the same mapping); for now the
+emitted query reads the store's names `records`, `assignments`, `atoms`.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpspin_sql.errors import BadInput
+
+WAREHOUSES = ("bigquery", "snowflake", "trino", "postgres", "spark", "duckdb")
+FORMATS = ("csv", "json", "jsonl")
+INT64_MAX = (1 << 63) - 1
+MAX_RESULT_BYTES = 64 << 20     # m rows of two integers; anything this large is not a sketch
+_SIGNED = re.compile(r"[+-]?[0-9]+")
+
+
+class _Float:
+    """A JSON number with a fraction or exponent, kept as text (never rounded)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def statement_hash(statement: str) -> str:
+    """sha256 of the statement with its whitespace normalised (as the ledger records it)."""
+    return "sha256:" + hashlib.sha256(" ".join(statement.split()).encode()).hexdigest()
+
+
+# -- reading a returned vector -------------------------------------------------------
+
+def detect_format(path: Path, fmt: str | None) -> str:
+    if fmt:
+        if fmt not in FORMATS:
+            raise BadInput(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        return fmt
+    name = path.name.lower()
+    for ext, found in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json")):
+        if name.endswith(ext):
+            return found
+    raise BadInput(f"cannot tell the format of {path}: name it .csv, .json or .jsonl (or pass --format)")
+
+
+def read_result(path: str | Path, fmt: str | None = None) -> list[tuple[Any, Any]]:
+    """The (atom_id, mass) rows of a warehouse's result file, values as written (text or
+    JSON values), for `check_vector`. Unreadable or mis-shaped files are bad input."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"--from-sketch: file not found: {path}")
+    if path.stat().st_size > MAX_RESULT_BYTES:
+        raise BadInput(f"--from-sketch {path} is {path.stat().st_size} bytes; a sketch is m rows of two integers")
+    fmt = detect_format(path, fmt)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"--from-sketch {path} is not UTF-8 text") from None
+    if fmt == "csv":
+        return _csv_rows(text, path)
+    try:
+        if fmt == "json":
+            body = _json(text)
+            if isinstance(body, dict) and set(body) == {"rows"}:
+                body = body["rows"]
+            if not isinstance(body, list):
+                raise BadInput(f"--from-sketch {path}: a JSON result is an array of {{atom_id, mass}} objects")
+            objects = body
+        else:
+            objects = [_json(line) for line in text.splitlines() if line.strip()]
+    except (ValueError, RecursionError):
+        raise BadInput(f"--from-sketch {path} is not valid {fmt.upper()}") from None
+    rows = []
+    for i, obj in enumerate(objects, start=1):
+        if not isinstance(obj, dict):
+            raise BadInput(f"--from-sketch {path}: row {i} is not an object with atom_id and mass")
+        rows.append(_pair({str(k).lower(): v for k, v in obj.items()}, list(obj), f"row {i}", path))
+    return rows
+
+
+def _json(text: str):
+    def constant(name: str):
+        raise ValueError(name)   # NaN, Infinity: not JSON, and not a mass
+
+    return json.loads(text, parse_float=_Float, parse_constant=constant)
+
+
+def _csv_rows(text: str, path: Path) -> list[tuple[Any, Any]]:
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        table = [row for row in reader if row]
+    except csv.Error:
+        raise BadInput(f"--from-sketch {path} is not valid CSV") from None
+    if not table:
+        raise BadInput(f"--from-sketch {path} is empty; expected a header atom_id,mass and one row per atom")
+    header = [h.strip().lower() for h in table[0]]
+    rows = []
+    for i, row in enumerate(table[1:], start=2):
+        if len(row) != len(header):
+            raise BadInput(f"--from-sketch {path}: line {i} has {len(row)} fields, the header {len(header)}")
+        rows.append(_pair(dict(zip(header, row)), table[0], f"line {i}", path))
+    if not table[1:]:
+        _pair(dict.fromkeys(header), table[0], "the header", path)   # names the wrong columns, if any
+    return rows
+
+
+def _pair(row: dict, columns: list, where: str, path: Path) -> tuple[Any, Any]:
+    if sorted(row) != ["atom_id", "mass"]:
+        raise BadInput(f"--from-sketch {path}: {where} has the columns {', '.join(map(str, columns)) or 'none'}; "
+                       "expected exactly atom_id and mass (as the emitted sketch query names them)")
+    return row["atom_id"], row["mass"]
+
+
+# -- checking it ----------------------------------------------------------------------
+
+def _integer(value: Any, what: str) -> int:
+    """An exact integer from a JSON int or a string of (signed) digits; anything else is refused."""
+    if isinstance(value, bool) or value is None:
+        raise BadInput(f"{what} is {json.dumps(value)}, not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, _Float):
+        raise BadInput(f"{what} is {value.text[:30]}, not an integer (the sketch is exact fixed point)")
+    if isinstance(value, str) and _SIGNED.fullmatch(value.strip()):
+        if len(value.strip()) > 40:
+            raise BadInput(f"{what} has {len(value.strip())} digits; it is outside the int64 fixed-point range")
+        return int(value.strip())
+    shown = value.strip()[:30] if isinstance(value, str) else type(value).__name__
+    raise BadInput(f"{what} is {shown!r}, not an integer (the sketch is exact fixed point)")
+
+
+def check_vector(rows: list[tuple[Any, Any]], atom_ids: list[int], bound_fix: int, *,
+                 max_units: int | None = None) -> np.ndarray:
+    """The m-vector in the dictionary's order, after the checks of the module docstring."""
+    m = len(atom_ids)
+    if len(rows) != m:
+        raise BadInput(f"the returned sketch has {len(rows)} rows; the store's dictionary has m = {m} atoms "
+                       "(the emitted query returns one row per atom)")
+    position = {int(a): j for j, a in enumerate(atom_ids)}
+    mass = [None] * m
+    for atom_raw, mass_raw in rows:
+        atom = _integer(atom_raw, "an atom_id")
+        if atom not in position:
+            raise BadInput(f"atom_id {atom} of the returned sketch is not in the store's dictionary")
+        j = position[atom]
+        if mass[j] is not None:
+            raise BadInput(f"atom_id {atom} appears more than once in the returned sketch")
+        value = _integer(mass_raw, f"the mass of atom {atom}")
+        if value < 0:
+            raise BadInput(f"the mass of atom {atom} is negative ({value}); a sketch is a sum of non-negative "
+                           "contributions")
+        if value > INT64_MAX:
+            raise BadInput(f"the mass of atom {atom} is above the int64 fixed-point range")
+        mass[j] = value
+    total = sum(mass)
+    for atom, value in zip(atom_ids, mass):
+        if value > total:   # holds for any non-negative vector; kept as the stated invariant
+            raise BadInput(f"the mass of atom {atom} exceeds the vector's total")
+    if total > INT64_MAX:
+        raise BadInput("the returned sketch's total is above the int64 fixed-point range")
+    if max_units is not None and total > max_units * bound_fix:
+        raise BadInput(f"the returned sketch's total {total} is more than {max_units} protected unit(s) can "
+                       f"contribute under the statement's bounds ({max_units} × {bound_fix} fixed-point units)")
+    return np.array(mass, dtype=np.int64)
+
+
+# -- the release -----------------------------------------------------------------------
+
+def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *, out: str | Path | None = None,
+                        fmt: str | None = None, max_units: int | None = None, dataset: str | None = None,
+                        outputs=None):
+    """Release a plan from a warehouse-computed sketch of `statement` (see the module docstring).
+
+    Raises AuditRefusal for an unsafe statement (exit 1), BadInput for a result that does not
+    check (exit 2), BudgetExceeded when it does not fit; none of them charges anything.
+    """
+    from dpspin_sql import ledger
+    from dpspin_sql.atoms import current_atoms
+    from dpspin_sql.embed import resolve
+    from dpspin_sql.engines.given import GivenSketch
+    from dpspin_sql.release import release
+    from dpspin_sql.request import RequestError
+    from dpspin_sql.sketch import Sketch, check_user_level
+    from dpspin_sql.sql import audit_statement
+    from dpspin_sql.sql.options import refuse_field
+    from dpspin_sql.sql.run import emit_sketch
+
+    if dialect not in WAREHOUSES:
+        raise BadInput(f"--dialect must name the warehouse that ran the emitted query: one of "
+                       f"{', '.join(WAREHOUSES)}, not {dialect!r}")
+    if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
+        raise BadInput(f"--max-units must be a positive integer, not {max_units!r}")
+    audited = audit_statement(statement)
+    request = audited.request
+    with resolve(con) as con:
+        atoms = current_atoms(con)
+        if not atoms:
+            raise BadInput("the store has no atoms: load the taxonomy the warehouse's atoms table holds "
+                           "(dpspin atoms load)")
+        try:
+            request.check_m(len(atoms))
+        except RequestError as exc:
+            refuse_field(exc, audited.options, audited.statement.args["hint"])
+        atom_ids = [a.atom_id for a in atoms]
+        mass = check_vector(read_result(result, fmt), atom_ids, request.bound_fix, max_units=max_units)
+        if request.unit == "user":   # the store's own aux side shaped the dictionary and the scorer
+            check_user_level(con, 0)
+        bounds = request.bounds
+        sketch = Sketch(atom_ids=np.array(atom_ids, dtype=np.int64), mass=mass, unit=bounds.unit, K=bounds.K,
+                        B=bounds.B, n_records=0, n_users=0)
+        details = {"statement_sha256": statement_hash(statement),
+                   "sketch_sql_sha256": "sha256:" + hashlib.sha256(emit_sketch(statement, dialect).encode()).hexdigest()}
+        if max_units is not None:
+            details["max_units"] = max_units
+        engine = GivenSketch(sketch, name=f"warehouse:{dialect}", details=details)
+        return release(con, request, engine, out=out, outputs=outputs, dataset=dataset or ledger.DEFAULT_DATASET,
+                       extra_params={"sql": " ".join(statement.split())})
+
+
+# -- PostgreSQL: the store's tables on the server ------------------------------------------
+
+def push_postgres(con, dsn: str | None = None, *, pg=None) -> dict[str, int]:
+    """Copy the store's records, assignments and atoms to a PostgreSQL server (replacing
+    them there, in one transaction), so that the emitted query runs over the server's own
+    tables. Returns the row counts."""
+    from dpspin_sql.embed import resolve
+    from dpspin_sql.engines import postgres
+
+    if pg is None and not dsn:
+        raise BadInput("--pg-dsn (or DPSPIN_PG_DSN) is required")
+    own = pg is None
+    pg = pg or postgres.connect(dsn)
+    try:
+        with resolve(con) as con:
+            return postgres.copy_store(con, pg)
+    finally:
+        if own:
+            pg.close()

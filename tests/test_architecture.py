@@ -1,0 +1,121 @@
+"""The house rules of docs/ARCHITECTURE.md, checked on the code itself: no import cycles,
+and no module outside `request.py` validates a release parameter."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "dpspin_sql"
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = list(f.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = f
+    mods["dpspin_sql.queries"] = REPO / "queries" / "__init__.py"
+    mods["dpspin_sql.udfs"] = REPO / "udfs" / "__init__.py"
+    return mods
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → project modules it imports (at module level or inside functions)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        pkg = m if f.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                for alias in node.names:
+                    target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in mods else base
+                    if target in mods and target != m:
+                        graph[m].add(target)
+            elif isinstance(node, ast.Import):
+                graph[m].update(a.name for a in node.names if a.name in mods and a.name != m)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# A release parameter is validated where a range or a choice is tested against it. The
+# fields of the request, as the code spells them on a request-like object or as names.
+_FIELDS = ("epsilon", "delta", "selection_fraction", "public_denominator", "comparison_margin",
+           "interval_confidence", "calibration", "adjacency")
+_CHECK = re.compile(r"\b(?:if|elif|assert)\b[^\n]*\b(?:\w+\.)?(" + "|".join(_FIELDS) + r")\b\s*(?:<|>|<=|>=|not in|in)\s")
+
+
+def test_only_the_request_validates_release_parameters():
+    offenders = []
+    for f in PACKAGE.rglob("*.py"):
+        rel = f.relative_to(REPO).as_posix()
+        if rel in ("dpspin_sql/request.py",) or rel.startswith("dpspin_sql/verify/"):
+            continue   # the request owns the rules; the verifier reads released values, it validates nothing
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), start=1):
+            if _CHECK.search(line):
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+def test_the_validation_grep_catches_a_range_check():
+    assert _CHECK.search("    if epsilon <= 0:")
+    assert _CHECK.search("    if opts.delta > 1:")
+    assert not _CHECK.search("    eps = request.epsilon")
