@@ -41,6 +41,13 @@ class SketchFilters:
 
     records: exp.Expression | None = None
     assignments: exp.Expression | None = None
+    # the unqualified columns' types when the statement reads its own tables (sql/own.py):
+    # ((name, type), ...); None: the store's columns
+    types: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def names(self) -> dict | None:
+        return dict(self.types) if self.types is not None else None
 
     def __bool__(self) -> bool:
         return self.records is not None or self.assignments is not None
@@ -86,11 +93,11 @@ def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE
         tree = bind_source(tree, unit, source)
     if filters is not None and filters.records is not None:
         target = cte(tree, "target")
-        target.where(total_form(filters.records, dialect), append=True, copy=False)
+        target.where(total_form(filters.records, dialect, filters.names), append=True, copy=False)
     if filters is not None and filters.assignments is not None:
         cleaned = cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
-        term = total_form(filters.assignments, dialect)
+        term = total_form(filters.assignments, dialect, filters.names)
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
         cleaned.where(term, append=True, copy=False)
