@@ -97,17 +97,19 @@ class Catalog:
         self.user = user_catalog or self.store
         self.files_root = Path(files_root if files_root is not None else Path.cwd()).resolve()
 
-    def store_tables(self) -> set[str]:
-        rows = self.con.execute("SELECT lower(table_name) FROM duckdb_tables() WHERE database_name = ? "
-                                "UNION SELECT lower(view_name) FROM duckdb_views() WHERE database_name = ? "
-                                "AND NOT internal", [self.store, self.store]).fetchall()
-        return {r[0] for r in rows}
+    @staticmethod
+    def store_tables() -> set[str]:
+        """The dpspin schema's tables (queries/schema.sql): never read by a statement by name."""
+        from dpspin_sql import queries
+
+        return {m.lower() for m in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", queries.load("schema"), re.I)}
 
     def find(self, catalog: str, schema: str, name: str) -> tuple[str, str, str, bool] | None:
         """(catalog, schema, name as stored, is a view) of a table or view, or None."""
         rows = self.con.execute(
             "SELECT database_name, schema_name, table_name, false FROM duckdb_tables() "
-            "WHERE lower(database_name) = lower($c) AND lower(schema_name) = lower($s) AND lower(table_name) = lower($n) "
+            "WHERE lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
+            "AND lower(table_name) = lower($n) "
             "UNION ALL SELECT database_name, schema_name, view_name, true FROM duckdb_views() "
             "WHERE NOT internal AND lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
             "AND lower(view_name) = lower($n)", {"c": catalog, "s": schema, "n": name}).fetchall()
