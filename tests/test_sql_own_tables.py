@@ -303,3 +303,17 @@ def test_a_store_statement_is_unchanged_on_an_installed_connection(user_db, tmp_
                                   "atom_id, DPSPIN_MASS(weight) FROM assignments JOIN records USING (record_id) "
                                   "GROUP BY atom_id", s, user_catalog=user_catalog(user_db))
     assert audited.source.store
+
+
+def test_the_sql_doc_own_tables_example_runs(user_db, tmp_path):
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "SQL.md").read_text(encoding="utf-8")
+    section = doc.split("## Your own tables and files", 1)[1].split("\n## ", 1)[0]
+    (statement,) = re.findall(r"```sql\n(.*?)```", section, flags=re.S)
+    dpspin_sql.install(user_db, tmp_path / "store.duckdb", epsilon_budget=1.0)
+    with dpspin_sql.session(user_db) as s:
+        install_atoms(s, list(range(len(THEMES))), THEMES)
+    plan = dpspin_sql.run_sql(user_db, statement, tmp_path / "doc.json")
+    assert plan.to_dict()["unit"] == "user" and len(releases(user_db)) == 1

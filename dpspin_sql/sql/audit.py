@@ -107,7 +107,8 @@ def _audit(statement: exp.Expression, con=None, user_catalog=None, files_root=No
         from dpspin_sql.sql import own
 
         if own.reads_own_relations(select):
-            return own.audit_own(select, con, user_catalog, files_root)
+            return Audited(**own.audit_own(select, con, user_catalog, files_root, _check_where_nodes,
+                                           _refuse_projection))
     scope = _Scope(select)
     _check_projections(select, scope)
     _check_group(select, scope)

@@ -303,10 +303,11 @@ def _join_keys(join: exp.Join, scope: Scope) -> tuple[tuple[Rel, str], tuple[Rel
 
 # -- the audit over own relations -------------------------------------------------------------------
 
-def audit_own(select: exp.Select, con, user_catalog: str | None, files_root=None):
-    """Audit a statement that reads the user's own relations; the Audited result carries
-    the SketchSource (sql/audit.py calls this once the statement's root is checked)."""
-    from dpspin_sql.sql.audit import Audited, _check_where_nodes, _refuse_projection
+def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, check_where_nodes,
+              refuse_projection) -> dict:
+    """Audit a statement that reads the user's own relations (sql/audit.py calls this once the
+    statement's root is checked, with its WHERE and projection refusals); returns the fields
+    of its `Audited`, the SketchSource included."""
     from dpspin_sql.sql.options import read_options, to_request
 
     cat = Catalog(con, user_catalog, files_root)
@@ -355,7 +356,7 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root=None
             weight = scope.resolve(arg, "DPSPIN_MASS")
             n_mass += 1
             continue
-        _refuse_projection(item, node)
+        refuse_projection(item, node)
     if n_atom != 1 or n_mass != 1:
         refuse("the projection must be exactly the atom column (the GROUP BY column) and DPSPIN_MASS(weight)",
                select.expressions[0] if select.expressions else select)
@@ -381,11 +382,11 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root=None
             refuse(f"the {what} column {name!r} of {rel.label} is {rel.columns[name][1]}; ids are integers, "
                    "text or UUIDs", select)
 
-    records_filter, assignments_filter, types = _filters(select, scope, R, _check_where_nodes)
+    records_filter, assignments_filter, types = _filters(select, scope, R, check_where_nodes)
     source = _source(cat, unit, A, R, atom[1], weight[1], rid_a, rid_r, user)
     request = to_request(options, unit, select.args["hint"])
-    return Audited(options, request, records_filter, assignments_filter, select, source=source,
-                   filter_types=types)
+    return {"options": options, "request": request, "records_filter": records_filter,
+            "assignments_filter": assignments_filter, "statement": select, "source": source, "filter_types": types}
 
 
 def _keys_and_unit(options, scope: Scope, A: Rel, R: Rel | None, keys):
