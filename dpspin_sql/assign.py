@@ -36,7 +36,7 @@ class AssignReport:
     n_records: int          # target records read
     n_assigned: int         # records with at least one atom
     n_unassigned: int       # records that scored no atom (an all-zero vector, contributes nothing)
-    n_rows: int             # rows written to `assignments`
+    n_rows: int             # assignment rows written (canonical vectors and raw rows)
     seconds: float
 
     def as_dict(self) -> dict:
@@ -168,7 +168,7 @@ def _write(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, we
         "atom_id": pa.array(atom_ids.astype(np.int32)),
         "weight": pa.array(weights, pa.float64())}))
     try:
-        con.execute(queries.load("insert_assignments"))
+        store.write_assignments(con)
     finally:
         con.unregister("staging_assignments")
     return int(rows.size)

@@ -49,7 +49,7 @@ STORE_TABLES = ("records", "atoms", "assignments", "dictionary", "budget", "ledg
 _LOCK = threading.RLock()
 _SESSIONS: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
 
-__all__ = ["CATALOG", "install", "session", "installed", "resolve"]
+__all__ = ["CATALOG", "install", "session", "installed", "resolve", "user_catalog"]
 
 
 def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget: float | None = None,
@@ -142,6 +142,20 @@ def resolve(con) -> Iterator:
         return
     with session(con) as cur:
         yield cur
+
+
+def user_catalog(con) -> str | None:
+    """The catalog a DP statement's own (unqualified) table names are looked up in: the
+    default database of `con`'s database instance (the user's, for an installed
+    connection; the store itself for a store connection). None for a non-DuckDB object."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        return None
+    with _LOCK:   # a fresh cursor sees the instance's default database (a session's own is the store)
+        cur = con.cursor()
+    try:
+        return cur.execute("SELECT current_database()").fetchall()[0][0]
+    finally:
+        cur.close()
 
 
 _NOT_INSTALLED = (f"this DuckDB connection has no dpspin store: call dpspin_sql.install(con, 'STORE.duckdb') "

@@ -6,11 +6,15 @@ whatever the assignments table holds. Masses are int64 in units of 2^-SCALE_BITS
 
 Every engine (`dpspin_sql.engines`) runs the same enforced query — on DuckDB, Spark or
 PostgreSQL — and hands back (atom_id, mass) rows; `assemble` is the one place those rows
-become a `Sketch`.
+become a `Sketch`. On a DuckDB store the engine runs the store form of the query
+(queries/sketch_store_*.sql), which skips the per-record work only for the records whose
+canonical vectors DuckDB's own constraints prove canonical (`canonical_facts` reads the
+catalog; it never trusts a flag or a count).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Iterable
 
 import numpy as np
@@ -20,8 +24,8 @@ from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
 from dpspin_sql.store import first_row
 
-__all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "assemble", "target_facts",
-           "check_user_level", "compute_sketch", "fixed_bound"]
+__all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
+           "target_facts", "canonical_facts", "check_user_level", "compute_sketch", "fixed_bound"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,8 @@ class Sketch:
     unit: str
     K: int
     B: float
-    n_records: int
-    n_users: int
+    n_records: int | None     # the target split's public shape; None for a file source (not counted)
+    n_users: int | None
     scale: int = SCALE
 
     @property
@@ -54,32 +58,104 @@ class TargetFacts:
     """The dictionary's order and the shape of the target split (records, units)."""
 
     atom_ids: np.ndarray
-    n_records: int
-    n_units: int
+    n_records: int | None
+    n_units: int | None
 
 
-def target_facts(con: Any, unit: str) -> TargetFacts:
+@dataclass(frozen=True)
+class CanonicalFacts:
+    """What the store's catalog proves (queries/canonical_catalog.sql against schema.sql):
+
+    canonical: records.atom_ids / masses are INTEGER[] under exactly the schema's CHECKs,
+        so every vector DuckDB stored has distinct atoms and masses ≥ 0 with Σ ≤ 2^24;
+    keyed: records (user_key, user_id) is a foreign key into users, whose user_key and
+        user_id are each unique, so among records with both set, equal keys ⟺ equal ids.
+    """
+
+    canonical: bool = False
+    keyed: bool = False
+
+
+@cache
+def _expected_catalog() -> tuple[frozenset, frozenset]:
+    import duckdb
+
+    ref = duckdb.connect()
+    try:
+        ref.execute(queries.load("schema"))
+        rows = {_catalog_row(r) for r in ref.execute(queries.load("canonical_catalog")).fetchall()}
+    finally:
+        ref.close()
+    canonical = frozenset(r for r in rows if r[0] == "records" and (
+        r[1] == "CHECK" or (r[1] == "TYPE" and r[3] in (("atom_ids",), ("masses",)))))
+    return canonical, frozenset(rows - canonical)
+
+
+def _catalog_row(row: tuple) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+
+
+def canonical_facts(con: Any) -> CanonicalFacts:
+    """Read the catalog (never the data): may the store query trust the canonical vectors
+    and the user keys? A store made by an older version, or a table re-created without
+    the constraints, gets False and the full enforcement."""
+    import duckdb
+
+    try:
+        have = {_catalog_row(r) for r in con.execute(queries.load("canonical_catalog")).fetchall()}
+    except duckdb.Error:
+        return CanonicalFacts()
+    canonical, keyed = _expected_catalog()
+    return CanonicalFacts(canonical=canonical <= have, keyed=keyed <= have)
+
+
+def target_facts(con: Any, unit: str, *, keyed: bool = False) -> TargetFacts:
     """The facts every sketch engine needs, after the checks every engine makes: atoms exist,
     and at user level every target record has a user id and the split is user-disjoint.
 
-    `con` is a DuckDB or psycopg connection: both run these queries unchanged.
+    `con` is a DuckDB or psycopg connection: both run the portable queries unchanged. With
+    `keyed` (a DuckDB store whose catalog proves its user keys, `canonical_facts`), the user
+    facts are counted over integer keys in one pass (queries/unit_facts_keyed.sql).
     """
-    n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
+    if unit == "user" and keyed:
+        n_records, n_without_user, n_users, shared, aux_without_user = first_row(
+            con.execute(queries.load("unit_facts_keyed")))
+        _refuse_empty(n_records)
+        _check_user_facts(n_without_user, shared, aux_without_user)
+    elif unit == "user":
+        n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
+        _refuse_empty(n_records)
+        check_user_level(con, n_without_user)
+    else:
+        n_records = first_row(con.execute(queries.load("target_count")))[0]
+        _refuse_empty(n_records)
+        n_users = n_records
+    return TargetFacts(dictionary_atoms(con), int(n_records), int(n_users))
+
+
+def _refuse_empty(n_records: int) -> None:
     if n_records == 0:   # the one data-dependent refusal: the empty dataset (docs/THREAT_MODEL.md)
         raise BadInput("the target split is empty: load records (dpspin load) or split them (dpspin split)")
-    if unit == "user":
-        check_user_level(con, n_without_user)
+
+
+def dictionary_atoms(con: Any) -> np.ndarray:
     atom_ids = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
     if len(atom_ids) == 0:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
-    return TargetFacts(atom_ids, int(n_records), int(n_users if unit == "user" else n_records))
+    return atom_ids
 
 
 def check_user_level(con: Any, n_without_user: int) -> None:
     """A user-level release needs a user id on every target record and a user-disjoint split."""
     if n_without_user:
-        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
+        _check_user_facts(n_without_user, 0, 0)
     shared, aux_without_user = first_row(con.execute(queries.load("shared_users")))
+    _check_user_facts(0, shared, aux_without_user)
+
+
+def _check_user_facts(n_without_user: int, shared: int, aux_without_user: int) -> None:
+    if n_without_user:
+        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
     if aux_without_user:
         raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot tell "
                        "whether their authors are among the protected users")
@@ -103,22 +179,38 @@ def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds
                   n_records=facts.n_records, n_users=facts.n_units)
 
 
-def run_sketch(con: Any, bounds: Bounds, filters: Any = None) -> Sketch:
+def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None) -> Sketch:
     """The enforced sketch of a DuckDB store's target split and dictionary (with a DP
     statement's audited `filters`, if any). n_records / n_users are those of the whole
-    target split (its public shape), never counts of filtered records, which are not DP."""
-    import duckdb
+    target split (its public shape), never counts of filtered records, which are not DP.
 
+    The store query's fast path is on only where the catalog proves it sound
+    (`canonical_facts`) and no filter reads assignment columns (such a filter must see
+    every row before any bound is imposed, so every record takes the full enforcement)."""
     from dpspin_sql.sql.transpile import sketch_sql
 
-    facts = target_facts(con, bounds.unit)
-    sql = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False)
-    try:
-        rows = con.execute(sql, bounds.params()).fetchall()
-    except duckdb.Error:
-        # never the engine's message: it can quote protected values
-        raise BadInput("the sketch query failed on this store") from None
+    facts_c = canonical_facts(con)
+    facts = target_facts(con, bounds.unit, keyed=facts_c.keyed)
+    flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
+             "keyed": facts_c.keyed}
+    sql = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
+    rows = execute_sketch(con, sql, bounds.params(), settings, "the sketch query failed on this store")
     return assemble(facts, rows, bounds)
+
+
+def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str) -> list[tuple]:
+    """Run a sketch query under the engine settings (memory limit, spill directory, progress,
+    sketch.perfect hash threshold); a DuckDB error becomes `failure`, never the engine's
+    message (it can quote protected values)."""
+    import duckdb
+
+    from dpspin_sql.engines.settings import EngineSettings
+
+    settings = settings or EngineSettings.from_env()
+    try:
+        return settings.run(con, sql, params)
+    except duckdb.Error:
+        raise BadInput(failure) from None
 
 
 def compute_sketch(con: Any, unit: str = "record", K: int = 3, B: float | None = None) -> Sketch:

@@ -305,6 +305,7 @@ def load_records(
         before = _count(con, "records")
         with transaction(con):
             try:
+                con.execute(queries.load("insert_users"))
                 con.execute(queries.load("insert_records"), {"split": split})
             except duckdb.ConstraintException:
                 raise BadInput(f"{path} repeats a record id (or an id already in the store); "
@@ -347,13 +348,25 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
             if replace:
                 con.execute(queries.load("clear_assignments"))
             try:
-                con.execute(queries.load("insert_assignments"))
+                write_assignments(con)
             except duckdb.Error as exc:
                 raise BadInput(f"cannot load assignments from {path}: {_first_line(exc)}") from None
             mark_step(con, "assignments")
     finally:
         con.unregister("staging_assignments")
     return _count(con, "assignments")
+
+
+def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
+    """Store the registered `staging_assignments` (record_id, atom_id, weight) rows: as
+    canonical vectors in `records` for the records whose rows are already canonical
+    (queries/canonicalise.sql), as given in `assignments` for the rest. Inside the
+    caller's transaction."""
+    from dpspin_sql.request import SCALE
+
+    con.execute(queries.load("canonicalise"), {"scale": SCALE})
+    con.execute(queries.load("update_vectors"))
+    con.execute(queries.load("insert_assignments"))
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -13,7 +13,7 @@ top1 AS (
     FROM (
         SELECT record_id, atom_id,
                ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY weight DESC, atom_id ASC) AS k
-        FROM assignments
+        FROM assignment_rows
         WHERE isfinite(weight) AND weight > 0
     )
     WHERE k = 1

@@ -1,2 +1,3 @@
 DELETE FROM assignments;
+UPDATE records SET atom_ids = NULL, masses = NULL WHERE atom_ids IS NOT NULL OR masses IS NOT NULL;
 DELETE FROM pipeline WHERE step = 'assignments';

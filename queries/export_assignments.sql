@@ -1,1 +1,1 @@
-SELECT record_id, atom_id, weight FROM assignments;
+SELECT record_id, atom_id, weight FROM assignment_rows;

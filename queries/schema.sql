@@ -1,11 +1,31 @@
 -- The dpspin store. Every table lives in one DuckDB file so that the data, the public
 -- dictionary and the budget ledger that guards them travel together.
+-- Integer surrogates of the users' own ids, assigned when records are loaded. Keys and ids
+-- are one-to-one (PRIMARY KEY and UNIQUE), and the foreign key below makes DuckDB check on
+-- every write that a record's (user_key, user_id) pair is a row of this table: so grouping
+-- by user_key is grouping by user_id, proved by the catalog, not trusted (sketch.py).
+CREATE TABLE IF NOT EXISTS users (
+    user_key INTEGER PRIMARY KEY,
+    user_id  VARCHAR NOT NULL UNIQUE,
+    UNIQUE (user_key, user_id)
+);
 CREATE TABLE IF NOT EXISTS records (
     record_id VARCHAR PRIMARY KEY,
     user_id   VARCHAR,
     text      VARCHAR,
     split     VARCHAR NOT NULL DEFAULT 'target',   -- 'aux' | 'target' | 'excluded'
-    metadata  JSON
+    metadata  JSON,
+    user_key  INTEGER,                             -- users.user_key of user_id (NULL: not assigned)
+    -- The record's assignment rows in canonical fixed point, as `dpspin assign` and
+    -- `dpspin assignments load` write them (queries/canonicalise.sql): atom_ids[i] has
+    -- weight masses[i] / 2^24. DuckDB checks on every write that the atoms are distinct and
+    -- that the masses are non-negative with a sum of at most 2^24; that is what lets the
+    -- sketch skip the per-record work for these records (queries/sketch_store_*.sql).
+    -- Each check reads one column only: DuckDB re-evaluates a CHECK over two columns on
+    -- every UPDATE of the table, which made `UPDATE records SET split = ...` 60x slower.
+    atom_ids  INTEGER[] CHECK (COALESCE(len(list_distinct(atom_ids)) = list_count(atom_ids), TRUE)),
+    masses    INTEGER[] CHECK (COALESCE(list_min(masses), 0) >= 0 AND COALESCE(list_sum(masses), 0) <= 16777216),
+    FOREIGN KEY (user_key, user_id) REFERENCES users (user_key, user_id)
 );
 CREATE TABLE IF NOT EXISTS atoms (
     atom_id       INTEGER PRIMARY KEY,
@@ -14,7 +34,10 @@ CREATE TABLE IF NOT EXISTS atoms (
     aux_support   DOUBLE,
     dictionary_id VARCHAR
 );
--- No constraints on purpose: the sketch query re-imposes every bound itself.
+-- Assignment rows as given (hand-written, hostile, or ones the canonical form cannot
+-- hold: duplicated atoms, a record whose weights sum past 1). No constraints on purpose:
+-- the sketch query re-imposes every bound itself. A record's logical assignment rows are
+-- its rows here plus its canonical vector in `records`.
 CREATE TABLE IF NOT EXISTS assignments (
     record_id VARCHAR,
     atom_id   INTEGER,
@@ -59,3 +82,12 @@ CREATE TABLE IF NOT EXISTS pipeline (
     dictionary_id VARCHAR,
     done_at       TIMESTAMP
 );
+-- Every logical assignment row: the rows stored as given and the entries of the canonical
+-- vectors (weight = mass / 2^24, exact in DOUBLE). What the other engines read and what a
+-- curator queries; the DuckDB sketch reads both forms itself (queries/sketch_store_*.sql).
+CREATE VIEW IF NOT EXISTS assignment_rows AS
+SELECT record_id, atom_id, weight FROM assignments
+UNION ALL
+SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) / 16777216 AS weight
+FROM records
+WHERE atom_ids IS NOT NULL OR masses IS NOT NULL;

@@ -7,6 +7,12 @@ SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_datab
         AND schema_name = 'main' AND table_name = 'pipeline') = 1
    AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
         AND schema_name = 'main' AND table_name = 'ledger' AND column_name = 'row_hash') = 1
+   AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'users') = 1
+   AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'records' AND column_name = 'masses') = 1
+   AND (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()
+        AND schema_name = 'main' AND view_name = 'assignment_rows') = 1
    AND (SELECT count(DISTINCT function_name) FROM duckdb_functions()
         WHERE database_name = current_database() AND schema_name = 'main'
           AND function_name IN (SELECT unnest($macros::VARCHAR[]))) = len($macros::VARCHAR[]);

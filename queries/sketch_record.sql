@@ -5,21 +5,48 @@
 -- renormalises every record to Σ v ≤ $scale with integer arithmetic (the macros
 -- dpspin_fix and dpspin_clip of udfs/macros.sql), so the
 -- per-record L1 bound holds exactly whatever the input holds.
+--
+-- How (docs/PERFORMANCE.md): one aggregation per record finds the records whose rows are
+-- already canonical — at most $K rows, no atom twice, Σ w ≤ $scale — for which
+-- deduplication, top-$K and renormalisation are the identity; only the other ("irregular")
+-- records go through the deduplicate / rank / renormalise steps. The distinct-atom test is
+-- exact for up to 3 rows (min < middle < max, middle = sum - min - max); a record with
+-- more rows counts as irregular and is handled exactly. This is the portable form: the
+-- same text runs on Spark and PostgreSQL (sql/transpile.py) and over Parquet/CSV files.
 WITH target AS (
     SELECT record_id FROM records WHERE split = 'target'
 ),
 cleaned AS (
-    SELECT a.record_id, a.atom_id, MAX(dpspin_fix(a.weight, $scale)) AS w
+    SELECT a.record_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
     FROM assignments AS a
     JOIN target AS t ON t.record_id = a.record_id
     JOIN atoms AS d ON d.atom_id = a.atom_id
-    GROUP BY a.record_id, a.atom_id
+),
+positive AS (
+    SELECT record_id, atom_id, w FROM cleaned WHERE w > 0
+),
+per_record AS (
+    SELECT record_id, COUNT(*) AS n, SUM(w) AS total, MIN(atom_id) AS lo, MAX(atom_id) AS hi,
+           SUM(atom_id) AS atom_sum
+    FROM positive
+    GROUP BY record_id
+),
+irregular AS (
+    SELECT record_id FROM per_record
+    WHERE NOT (n <= $K AND total <= $scale
+               AND (n = 1 OR (n = 2 AND lo < hi)
+                    OR (n = 3 AND lo < atom_sum - lo - hi AND atom_sum - lo - hi < hi)))
+),
+deduplicated AS (
+    SELECT p.record_id, p.atom_id, MAX(p.w) AS w
+    FROM positive AS p
+    JOIN irregular AS i ON i.record_id = p.record_id
+    GROUP BY p.record_id, p.atom_id
 ),
 ranked AS (
     SELECT record_id, atom_id, w,
            ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
-    FROM cleaned
-    WHERE w > 0
+    FROM deduplicated
 ),
 kept AS (
     SELECT record_id, atom_id, w, CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
@@ -27,6 +54,11 @@ kept AS (
     WHERE k <= $K
 ),
 record_vectors AS (
+    SELECT p.record_id, p.atom_id, p.w AS v
+    FROM positive AS p
+    LEFT JOIN irregular AS i ON i.record_id = p.record_id
+    WHERE i.record_id IS NULL
+    UNION ALL
     SELECT record_id, atom_id, dpspin_clip(w, total, $scale) AS v
     FROM kept
 )

@@ -154,5 +154,6 @@ def test_embedding_doc_runs_as_written(tmp_path, monkeypatch, capsys):
     for block in blocks:
         exec(compile(block, "docs/EMBEDDING.md", "exec"), namespace)
     printed = capsys.readouterr().out
-    assert "ε left: 1" in printed and "[('tickets',)]" in printed
+    assert "ε left: 0.5" in printed and "[('tickets',)]" in printed
+    assert (tmp_path / "plan_own.json").exists()
     assert (tmp_path / "plan.json").exists() and (tmp_path / "dpspin_store.duckdb").exists()

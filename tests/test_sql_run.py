@@ -154,9 +154,23 @@ def test_engine_messages_never_reach_the_user(con, tmp_path):
 
 
 def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):
+    """The emitted query runs on tables in the store's logical shape (records, assignments,
+    atoms: what `postgres.copy_store` exports, the canonical vectors as rows) in a DuckDB
+    that has none of the package's macros."""
+    import duckdb
+
     sql = emit_sketch(EXAMPLE, "duckdb")
     assert "$" not in sql and "dpspin_fix" not in sql.lower()
-    rows = con.execute(sql).fetchall()
+    other = duckdb.connect()
+    for table, columns in (("records", "record_id, user_id, text, split, metadata"),
+                           ("assignments", "record_id, atom_id, weight"), ("atoms", "atom_id, label, description")):
+        rows = con.execute(f"SELECT {columns} FROM {'assignment_rows' if table == 'assignments' else table}").to_arrow_table()
+        other.register("t", rows)
+        other.execute(f"CREATE TABLE {table} AS SELECT * FROM t")
+        other.unregister("t")
+    assert other.execute("SELECT count(*) FROM assignments").fetchall() != con.execute(
+        "SELECT count(*) FROM assignments").fetchall()          # the store keeps most rows as vectors
+    rows = other.execute(sql).fetchall()
     core = compute_sketch(con, "user", 3, 1.0)
     # the whole m-vector, in atom order, zeros included (what a warehouse hands back)
     assert [(int(a), int(m)) for a, m in rows] == [(int(a), int(m)) for a, m in zip(core.atom_ids, core.mass)]

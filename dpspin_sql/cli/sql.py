@@ -56,9 +56,10 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
                            dataset=dataset, outputs=outputs)
+    from dpspin_sql.embed import user_catalog
     from dpspin_sql.sql import audit_statement
 
-    said = defaults_line(audit_statement(text).request, SQL_SETTINGS)
+    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con)).request, SQL_SETTINGS)
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
     if quiet:

@@ -1,12 +1,21 @@
-"""The sketch on DuckDB: the store's own tables, in the curator's process."""
+"""The sketch on DuckDB, in the curator's process: the store's own tables, or files.
+
+A store source runs queries/sketch_store_*.sql (the fast path for proven-canonical
+vectors, the full enforcement for the rest). A file source (`dpspin_sql.source.files`)
+runs the portable query over DuckDB's readers of the files: the rows are untrusted, so
+every record is checked, and only the irregular ones pay for deduplication, ranking and
+renormalisation. Either way the atoms, the dictionary and the ledger are the store's.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from dpspin_sql import store
+from dpspin_sql import queries, store
+from dpspin_sql.engines.settings import EngineSettings
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
-from dpspin_sql.sketch import Sketch, run_sketch
+from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms, execute_sketch, run_sketch
+from dpspin_sql.source import STORE, SketchSource, UNIT_COLUMN
 from dpspin_sql.sql.rewrite import SketchFilters
 
 
@@ -23,12 +32,69 @@ def require_assignments(con: Any) -> None:
 class DuckDBEngine:
     name = "duckdb"
 
-    def __init__(self, filters: SketchFilters | None = None):
-        self.filters = filters
+    def __init__(self, filters: SketchFilters | None = None, *, source: SketchSource | None = None,
+                 settings: EngineSettings | None = None):
+        self.filters, self.source = filters, source or STORE
+        self.settings = settings
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
-        require_assignments(con)
-        return run_sketch(con, bounds, self.filters)
+        if self.source.store:
+            require_assignments(con)
+            return run_sketch(con, bounds, self.filters, settings=self.settings)
+        return file_sketch(con, bounds, self.filters, self.source, self.settings)
 
     def details(self) -> dict:
-        return {"engine": self.name}
+        return {"engine": self.name} | self.source.details() | (self.settings.details() if self.settings else {})
+
+
+def file_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, source: SketchSource,
+                settings: EngineSettings | None = None) -> Sketch:
+    """The enforced sketch of a file (or table) source, with the store's dictionary.
+
+    The public-shape counts are not computed (counting distinct ids would cost a pass as
+    large as the sketch); n_records / n_users are None. Refused, as for a store: an empty
+    source, and at user level rows without a user id or users who have auxiliary records
+    in the store (the dictionary and scorer were shaped by those)."""
+    from dpspin_sql.sql.transpile import sketch_sql
+
+    source.check_unit(bounds.unit)
+    atom_ids = dictionary_atoms(con)
+    _check_file_units(con, bounds.unit, source)
+    sql = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, source=source)
+    rows = execute_sketch(con, sql, bounds.params(), settings, "the sketch query failed on the source files")
+    return assemble(TargetFacts(atom_ids, None, None), rows, bounds)
+
+
+def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
+    import duckdb
+
+    from dpspin_sql.store import first_row
+
+    users = source.records if source.records is not None else source.assignments
+    rows = source.assignments.relation().sql("duckdb")
+    try:
+        n_rows = first_row(con.execute(f"SELECT count(*) FROM {rows} AS a"))[0]
+        if n_rows == 0:
+            raise BadInput("the assignments file has no rows")
+        if unit != "user":
+            return
+        relation = users.relation().sql("duckdb")
+        col = users.physical(UNIT_COLUMN)
+        ident = f'"{col}"'
+        without = first_row(con.execute(f"SELECT count(*) FROM {relation} AS s WHERE s.{ident} IS NULL"))[0]
+        if without:
+            raise BadInput(f"{without} row(s) of the source have no {UNIT_COLUMN}; user-level releases need one "
+                           "for every record")
+        n_aux, aux_without_user = first_row(con.execute(queries.load("aux_users")))
+        if aux_without_user:
+            raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot "
+                           "tell whether their authors are among the protected users")
+        if n_aux:
+            shared = first_row(con.execute(
+                f"SELECT count(DISTINCT CAST(s.{ident} AS VARCHAR)) FROM {relation} AS s "
+                "WHERE CAST(s." + ident + " AS VARCHAR) IN (SELECT user_id FROM records WHERE split = 'aux')"))[0]
+            if shared:
+                raise BadInput(f"{shared} user(s) of the source have auxiliary records in the store; a user-level "
+                               "release needs users disjoint from those that shaped the dictionary")
+    except duckdb.Error:
+        raise BadInput("cannot read the source files") from None

@@ -104,7 +104,7 @@ class SparkEngine:
                 assignments_df = assign_on_spark(spark, records_df, scorer, bounds.K)
             else:
                 assignments_df = spark.read.parquet(_export(
-                    con.table("assignments").select("record_id, atom_id, weight"), Path(tmp) / "assignments"))
+                    con.table("assignment_rows").select("record_id, atom_id, weight"), Path(tmp) / "assignments"))
             rows = sketch_from_frames(spark, bounds, self.filters, records_df, assignments_df,
                                       spark.read.parquet(atoms))
         return assemble(facts, rows, bounds)

@@ -24,12 +24,13 @@ refusal can never depend on the data.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import ReleaseRequest
+from dpspin_sql.source import STORE, SketchSource
 from dpspin_sql.sql.dialect import DifferentialPrivacy, DpspinMass
 from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.options import DPOptions, read_options, to_request
@@ -64,6 +65,8 @@ class Audited:
     records_filter: exp.Expression | None       # columns unqualified, over `records`
     assignments_filter: exp.Expression | None   # columns unqualified, over `assignments`
     statement: exp.Select
+    source: SketchSource = field(default=STORE)  # the store's tables, or the user's own (sql/own.py)
+    filter_types: tuple[tuple[str, str], ...] | None = None   # the filters' column types (own relations)
 
     @property
     def unit(self) -> str:
@@ -71,11 +74,16 @@ class Audited:
 
     @property
     def filters(self) -> SketchFilters:
-        return SketchFilters(self.records_filter, self.assignments_filter)
+        return SketchFilters(self.records_filter, self.assignments_filter, self.filter_types)
 
 
-def audit_statement(sql: str) -> Audited:
-    """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement."""
+def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+    """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement.
+
+    With `con` (the connection the release runs on), a statement may read the user's own
+    tables, views and files (sql/own.py); the audit then reads their names and column types
+    from the catalog, never their rows. `user_catalog` is the catalog unqualified names
+    are looked up in (default: `con`'s own)."""
     from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
 
     try:
@@ -83,23 +91,32 @@ def audit_statement(sql: str) -> Audited:
     except MoreThanOneStatement as many:
         refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
                many.statements[1])
-    return audit(statement)
+    return audit(statement, con, user_catalog=user_catalog, files_root=files_root)
 
 
-def audit(statement: exp.Expression) -> Audited:
+def audit(statement: exp.Expression, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
     try:
-        return _audit(statement)
+        return _audit(statement, con, user_catalog, files_root)
     except RecursionError:  # parse() bounds the depth; this is the last line of defence
         raise BadInput("the SQL statement is nested too deeply to audit") from None
 
 
-def _audit(statement: exp.Expression) -> Audited:
+def _audit(statement: exp.Expression, con=None, user_catalog=None, files_root=None) -> Audited:
     select = _check_root(statement)
+    if con is not None:
+        from dpspin_sql.sql import own
+
+        if own.reads_own_relations(select):
+            return Audited(**own.audit_own(select, con, user_catalog, files_root, _check_where_nodes,
+                                           _refuse_projection))
     scope = _Scope(select)
     _check_projections(select, scope)
     _check_group(select, scope)
     records_filter, assignments_filter = _check_where(select, scope)
     options = read_options(select.args["hint"])
+    if "record_id_column" in options.values:
+        refuse("record_id_column names the record id of a relation of your own; the store's record id is "
+               "record_id", options.nodes["record_id_column"])
     unit = _privacy_unit(options, scope)
     return Audited(options, to_request(options, unit, select.args["hint"]), records_filter, assignments_filter,
                    select)
@@ -170,7 +187,7 @@ class _Scope:
             if name in (ASSIGNMENTS, RECORDS):
                 refuse(f"{where} must read {expected}, not {name}", table)
             refuse(f"reads table {table.name!r}, which is not allowed; a DP statement reads "
-                   f"{ASSIGNMENTS} and {RECORDS} only", table)
+                   f"{ASSIGNMENTS} and {RECORDS} only (or, run on a connection, tables of your own)", table)
         for key, value in table.args.items():
             if key not in ("this", "alias") and value:
                 refuse(f"table modifiers ({key}) are not allowed in {where}", table)
@@ -286,16 +303,8 @@ def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expression | No
     where = select.args.get("where")
     if where is None:
         return None, None
-    for node in where.this.walk():  # the reasons that name a construct come first, whatever holds it
-        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
-            refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
+    _check_where_nodes(where)
     for node in where.this.walk():
-        if isinstance(node, exp.Window):
-            refuse("a window function in WHERE reads other rows; a filter reads one row", node)
-        if isinstance(node, exp.AggFunc):
-            refuse(f"aggregate {node.key.upper()} in WHERE reads other rows; a filter reads one row", node)
-        if isinstance(node, (exp.Placeholder, exp.Parameter)):
-            refuse("parameters are not allowed in WHERE", node)
         if isinstance(node, exp.Column):
             scope.resolve(node, "WHERE")
     # totality: the filter is typed and every argument that could make it raise is checked,
@@ -313,6 +322,20 @@ def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expression | No
             refuse("a WHERE term mixes records and assignments columns; split it into AND-ed terms "
                    "that each read one table", term)
     return _conjoin(on_records), _conjoin(on_assignments)
+
+
+def _check_where_nodes(where: exp.Where) -> None:
+    """What no filter may hold, whatever it reads: subqueries, windows, aggregates, parameters."""
+    for node in where.this.walk():  # the reasons that name a construct come first, whatever holds it
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.SetOperation)):
+            refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
+    for node in where.this.walk():
+        if isinstance(node, exp.Window):
+            refuse("a window function in WHERE reads other rows; a filter reads one row", node)
+        if isinstance(node, exp.AggFunc):
+            refuse(f"aggregate {node.key.upper()} in WHERE reads other rows; a filter reads one row", node)
+        if isinstance(node, (exp.Placeholder, exp.Parameter)):
+            refuse("parameters are not allowed in WHERE", node)
 
 
 def _conjoin(terms: list[exp.Expression]) -> exp.Expression | None:

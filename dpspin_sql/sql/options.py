@@ -31,6 +31,7 @@ OPTIONS = {o.name: o for o in (
     Option("delta", "number", "delta", "0 < δ < 1 for gaussian and private_topL (default 1e-6); laplace ignores it"),
     Option("mechanism", "choice", "mechanism", "laplace | gaussian | private_topL (required)", MECHANISMS),
     Option("privacy_unit_column", "column", "unit", "user_id → unit=user; record_id or omitted → unit=record"),
+    Option("record_id_column", "column", "record_id", "the record id of a statement over one relation of your own"),
     Option("contribution_bound", "number", "B", "B > 0, the per-user L1 bound (user level only; default 1)"),
     Option("max_atoms_per_record", "integer", "K", "K ≥ 1 atoms kept per record (default 3)"),
     Option("top", "integer", "L", "L ≥ 1 atoms admitted to the plan (default 10)"),
@@ -94,7 +95,8 @@ def _value(spec: Option, value: exp.Expression, prop: exp.Expression):
         return lookup[text.lower()]
     # column: the audit resolves it against the statement's tables
     if not isinstance(value, exp.Column) or not isinstance(value.this, exp.Identifier):
-        refuse("option privacy_unit_column must name a column (user_id for user level)", prop)
+        refuse(f"option {spec.name} must name a column" + (" (user_id for user level)"
+               if spec.name == "privacy_unit_column" else ""), prop)
     return value
 
 
@@ -127,7 +129,7 @@ OPTION_OF = {o.release_name: o.name for o in OPTIONS.values() if o.kind != "colu
 def to_request(opts: DPOptions, unit: str, clause: exp.Expression) -> ReleaseRequest:
     """The request the statement asks for; a request error is refused at its option."""
     kwargs = {OPTIONS[name].release_name: value for name, value in opts.values.items()
-              if name != "privacy_unit_column"}
+              if OPTIONS[name].kind != "column"}
     try:
         return ReleaseRequest(unit=unit, **kwargs)
     except RequestError as exc:

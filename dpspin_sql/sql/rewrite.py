@@ -1,11 +1,15 @@
 """Rewrite an audited statement into the core's enforced sketch query.
 
 There is one source of truth for the sketch: `queries/sketch_record.sql` and
-`queries/sketch_user.sql`. The rewrite parses that file with sqlglot and injects the
-statement's WHERE terms — records terms into the `target` CTE (which records are in
-the sketch), assignments terms into the `cleaned` CTE (which assignment rows are read,
-before the clip) — and nothing else: every bound the release relies on is still
-imposed by the unchanged rest of the query.
+`queries/sketch_user.sql` (the portable form every engine can run), and, for the DuckDB
+engine on a store, `queries/sketch_store_record.sql` / `queries/sketch_store_user.sql`,
+whose enforcement CTEs from `positive` on are the core's, verbatim
+(tests/test_sketch_store.py checks it). The rewrite parses the file with sqlglot,
+puts the sketch source's relations in place of `records` and `assignments`
+(`dpspin_sql.source`), and injects the statement's WHERE terms — records terms into the
+`target` CTE (which records are in the sketch), assignments terms into the `cleaned` CTE
+(which assignment rows are read, before the clip) — and nothing else: every bound the
+release relies on is still imposed by the unchanged rest of the query.
 
 Each injected filter is in its *total form* (`totality.total_form`): the audit has proved
 that the filter cannot raise on any row (a query that fails or succeeds depending on
@@ -37,14 +41,21 @@ class SketchFilters:
 
     records: exp.Expression | None = None
     assignments: exp.Expression | None = None
+    # the unqualified columns' types when the statement reads its own tables (sql/own.py):
+    # ((name, type), ...); None: the store's columns
+    types: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def names(self) -> dict | None:
+        return dict(self.types) if self.types is not None else None
 
     def __bool__(self) -> bool:
         return self.records is not None or self.assignments is not None
 
 
 @cache
-def _core(unit: str) -> exp.Select:
-    tree = sqlglot.parse_one(queries.load(f"sketch_{unit}"), read=BASE_DIALECT)
+def _parsed(name: str) -> exp.Select:
+    tree = sqlglot.parse_one(queries.load(name), read=BASE_DIALECT)
     for node in tree.walk():
         node.comments = None
     return tree
@@ -52,29 +63,71 @@ def _core(unit: str) -> exp.Select:
 
 def core_query(unit: str) -> exp.Select:
     """A fresh copy of the core sketch query for `unit` (placeholders and macros as written)."""
-    return _core(unit).copy()
+    return _parsed(f"sketch_{unit}").copy()
 
 
-def _cte(tree: exp.Select, name: str) -> exp.Select:
-    for cte in tree.args["with_"].expressions:
-        if cte.alias_or_name == name:
-            return cte.this
+def store_query(unit: str) -> exp.Select:
+    """A fresh copy of the DuckDB store query for `unit` (sketch_store_<unit>.sql)."""
+    return _parsed(f"sketch_store_{unit}").copy()
+
+
+def cte(tree: exp.Select, name: str) -> exp.Select:
+    for item in tree.args["with_"].expressions:
+        if item.alias_or_name == name:
+            return item.this
     raise AssertionError(f"the core sketch query has no CTE {name!r}")  # a broken core file
 
 
-def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT) -> exp.Select:
-    """The enforced sketch query for `unit` with an audited statement's `filters` injected in
-    their total form for `dialect` (the engine the query will run on), in DuckDB SQL with
-    $K/$scale/$bound placeholders. Without filters it is the core query as written."""
-    tree = core_query(unit)
+_cte = cte
+
+
+def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, source=None, *,
+            store: bool = False) -> exp.Select:
+    """The enforced sketch query for `unit` over `source` (default: the store's tables) with an
+    audited statement's `filters` injected in their total form for `dialect` (the engine the
+    query will run on), in DuckDB SQL with $K/$scale/$bound placeholders ($canonical and
+    $keyed too with `store`, the DuckDB store query). Without filters or a source it is the
+    core query as written."""
+    tree = store_query(unit) if store else core_query(unit)
+    if source is not None and not source.store:
+        tree = bind_source(tree, unit, source)
     if filters is not None and filters.records is not None:
-        target = _cte(tree, "target")
-        target.where(total_form(filters.records, dialect), append=True, copy=False)
+        target = cte(tree, "target")
+        target.where(total_form(filters.records, dialect, filters.names), append=True, copy=False)
     if filters is not None and filters.assignments is not None:
-        cleaned = _cte(tree, "cleaned")
+        cleaned = cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
-        term = total_form(filters.assignments, dialect)
+        term = total_form(filters.assignments, dialect, filters.names)
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
         cleaned.where(term, append=True, copy=False)
     return tree
+
+
+def bind_source(tree: exp.Select, unit: str, source) -> exp.Select:
+    """Put `source`'s relations where the core query reads `records` and `assignments`.
+    Without a records relation the `target` and `cleaned` CTEs give way to the head of
+    queries/sketch_rows_<unit>.sql (the rows carry their own user)."""
+    if source.records is None:
+        head = cte(_parsed(f"sketch_rows_{unit}").copy(), "cleaned")
+        ctes = tree.args["with_"].expressions
+        for i, item in enumerate(ctes):
+            if item.alias_or_name == "cleaned":
+                item.set("this", head)
+        tree.args["with_"].set("expressions", [c for c in ctes if c.alias_or_name != "target"])
+    else:
+        extra = {} if source.records.has("split") else {"split": exp.Literal.string("target")}
+        _replace_table(cte(tree, "target"), "records", source.records.relation(extra))
+    _replace_table(cte(tree, "cleaned"), "assignments", source.assignments.relation())
+    return tree
+
+
+def _replace_table(select: exp.Select, name: str, relation: exp.Expression) -> None:
+    """Replace the table `name` read by `select` with `relation`, keeping its alias (or
+    giving it the table's name, so unqualified and qualified columns resolve as before)."""
+    for table in list(select.find_all(exp.Table)):
+        if table.name == name and not table.args.get("db"):
+            alias = table.alias or name
+            table.replace(exp.alias_(relation.copy(), alias, table=True))
+            return
+    raise AssertionError(f"the sketch query reads no table {name!r}")

@@ -13,6 +13,7 @@ import duckdb
 
 from dpspin_sql import ledger
 from dpspin_sql.engines.base import ENGINES, make_engine
+from dpspin_sql.errors import BadInput
 from dpspin_sql.outputs import Outputs
 from dpspin_sql.request import RequestError
 from dpspin_sql.sql.audit import audit_statement
@@ -24,7 +25,8 @@ __all__ = ["ENGINES", "run_sql", "emit_sketch"]
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | None = None, *,
             engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, outputs: Outputs | None = None,
-            spark=None, spark_assign: str = "auto", pg=None, pg_dsn: str | None = None):
+            spark=None, spark_assign: str = "auto", pg=None, pg_dsn: str | None = None,
+            files_root: str | Path | None = None):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
     `con` is a store connection (`dpspin_sql.store.connect`) or any DuckDB connection that
@@ -34,13 +36,27 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     `engine="spark"` computes the sketch on Spark (`spark` session, or a local one);
     `spark_assign` is auto | scorer | table (see dpspin_sql.engines.spark). `engine="postgres"`
     computes it on a PostgreSQL server (`pg` connection or `pg_dsn`) holding the tables.
+
+    The statement may read the tables and views of the connection's own database, or
+    read_parquet/read_csv files under `files_root` (default: the current directory), in
+    place of the store's assignments and records (docs/SQL.md, "Your own tables"); those run
+    on the duckdb engine, and nothing is written to the user's database.
     """
-    from dpspin_sql.embed import resolve
+    from dpspin_sql.embed import resolve, user_catalog
     from dpspin_sql.release import release
 
-    audited = audit_statement(sql)
-    runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg, pg_dsn=pg_dsn)
+    user_db = user_catalog(con)
     with resolve(con) as con:   # a plain connection without install() is one clear error
+        audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root)
+        if audited.source.store:
+            runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
+                                 pg_dsn=pg_dsn)
+        elif engine != "duckdb":
+            raise BadInput(f"a statement over your own tables or files runs on the duckdb engine, not {engine}")
+        else:
+            from dpspin_sql.sql.own import OwnEngine
+
+            runner = OwnEngine(audited.filters, source=audited.source)
         try:
             return release(con, audited.request, runner, out=out_path, outputs=outputs, dataset=dataset,
                            extra_params={"sql": " ".join(sql.split())})
@@ -50,6 +66,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
 
 def emit_sketch(sql: str, dialect: str = "duckdb") -> str:
     """The audited statement's enforced sketch query for `dialect` (nothing is run or charged):
-    one (atom_id, mass) row per atom, zeros included, for `dpspin release --from-sketch`."""
+    one (atom_id, mass) row per atom, zeros included, for `dpspin release --from-sketch`.
+    The statement reads the store's tables (a warehouse holds them in the store's shape); one
+    over your own tables runs with `run_sql`."""
     audited = audit_statement(sql)
     return sketch_sql(audited.request.bounds, audited.filters, dialect, complete=True) + ";\n"

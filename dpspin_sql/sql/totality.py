@@ -313,9 +313,10 @@ ADMITTED = (exp.Paren, exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.And, 
 class Checker:
     """Types a filter (VARCHAR, INTEGER, DOUBLE, BOOLEAN, DATE, JSON, NULL), refusing what could fail."""
 
-    def __init__(self, resolve: Resolve, limits: Limits = LIMITS):
+    def __init__(self, resolve: Resolve, limits: Limits = LIMITS, types: dict | None = None):
         self.resolve = resolve
         self.limits = limits
+        self.types = types      # {(table, column): type} for a statement over its own tables
         self.patterns = 0
         self.regexes = 0
 
@@ -339,7 +340,7 @@ class Checker:
             return self.type(node.this)
         if isinstance(node, exp.Column):
             table, name = self.resolve(node)
-            return COLUMN_TYPES[table][name]
+            return self.types[(table, name)] if self.types is not None else COLUMN_TYPES[table][name]
         if isinstance(node, exp.Literal):
             if node.is_string:
                 string(node, self.limits)
@@ -570,10 +571,13 @@ def _int_literal(node: exp.Expression) -> int | None:
     return None
 
 
-def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits = LIMITS) -> None:
-    """Refuse (AuditRefusal) a WHERE predicate that could fail on some row; see the module docstring."""
-    Checker(resolve, limits).predicate(predicate)
-    _verify_on_constants(predicate)
+def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits = LIMITS, *,
+                    types: dict | None = None, names: dict | None = None) -> None:
+    """Refuse (AuditRefusal) a WHERE predicate that could fail on some row; see the module docstring.
+    Over the user's own tables (sql/own.py), `types` gives each resolved (table, column) its
+    type and `names` each unqualified column name its type (default: the store's columns)."""
+    Checker(resolve, limits, types).predicate(predicate)
+    _verify_on_constants(predicate, names)
 
 
 # -- the total form the engines run ----------------------------------------------------------------
@@ -581,17 +585,18 @@ def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits 
 _DOUBLE = exp.DataType.build("DOUBLE")
 
 
-def total_form(term: exp.Expression, dialect: str = "duckdb") -> exp.Expression:
+def total_form(term: exp.Expression, dialect: str = "duckdb", names: dict | None = None) -> exp.Expression:
     """An accepted (audited, unqualified) filter term as the engine runs it: numbers in DOUBLE,
     division by NULLIF(d, 0), canonical LIKE patterns, JSON paths in the engine's syntax, and
     on DuckDB a json_valid guard on the JSON column. Same truth value as the term wherever the
-    term does not raise."""
-    return _Normaliser(dialect).run(term.copy())[0]
+    term does not raise. `names` types the unqualified columns (default: the store's)."""
+    return _Normaliser(dialect, names).run(term.copy())[0]
 
 
 class _Normaliser:
-    def __init__(self, dialect: str):
+    def __init__(self, dialect: str, names: dict | None = None):
         self.dialect = dialect
+        self.names = names if names is not None else _TYPE_BY_NAME
 
     def run(self, node: exp.Expression) -> tuple[exp.Expression, str]:
         if isinstance(node, exp.Paren):
@@ -599,7 +604,7 @@ class _Normaliser:
             node.set("this", inner)
             return node, kind
         if isinstance(node, exp.Column):
-            return node, _TYPE_BY_NAME[node.name.lower()]
+            return node, self.names[node.name.lower()]
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return node, TEXT
@@ -719,14 +724,14 @@ def _constants():
     return _CON
 
 
-def _verify_on_constants(predicate: exp.Expression) -> None:
+def _verify_on_constants(predicate: exp.Expression, names: dict | None = None) -> None:
     """Run the exact SQL the rewrite will run for each pattern, path, position and literal on
     sample values in a private in-memory DuckDB: any error there is a refusal (nothing of the
     store is read). The samples come from a column (unnest of a parameter), not from literals,
     so that DuckDB's optimizer treats the expression as it does over a table (rewriting LIKE
     and regexp into prefix/contains matches) instead of folding it to a constant."""
     original = unqualified(predicate)
-    literals = [n for n in total_form(original, "duckdb").walk() if isinstance(n, exp.Literal) and n.is_string]
+    literals = [n for n in total_form(original, "duckdb", names).walk() if isinstance(n, exp.Literal) and n.is_string]
     # (what, the rewritten expression over t.s, samples, their type, {sample index: expected result});
     # the expected results come from the audit's reading of the *original* node, the expression
     # from the rewrite, so a rewrite that changed the meaning is caught too
@@ -739,13 +744,13 @@ def _verify_on_constants(predicate: exp.Expression) -> None:
             tokens = like_tokens(pattern.this, (escape.this or None) if escape is not None else None)
             full = "".join(c if k == CHAR else "" if k == ANY else "x" for k, c in tokens)
             wide = "".join(c if k == CHAR else "yy" if k == ANY else "é" for k, c in tokens)
-            probe = total_form(node, "duckdb")
+            probe = total_form(node, "duckdb", names)
             (probe.this if isinstance(probe, exp.Escape) else probe).set("this", subject.copy())
             expected = {0: not like.args.get("negate")}   # sample 0, the pattern's expansion, must match
             checks.append((f"the {_name(like)} pattern {pattern.this!r}", probe,
                            [full, wide, full[:-1], full + "z", *_SAMPLE_TEXT], "VARCHAR", expected))
         elif isinstance(node, exp.RegexpLike):
-            probe = total_form(node, "duckdb")
+            probe = total_form(node, "duckdb", names)
             probe.set("this", subject.copy())
             checks.append((f"the regular expression {node.expression.this!r}", probe,
                            [node.expression.this, *_SAMPLE_TEXT], "VARCHAR", {}))
@@ -755,13 +760,13 @@ def _verify_on_constants(predicate: exp.Expression) -> None:
             doc: object = "ok"
             for part in reversed(json_path(node.expression)):
                 doc = [None] * part + [doc] if isinstance(part, int) else {part: doc}
-            probe = total_form(node, "duckdb")
+            probe = total_form(node, "duckdb", names)
             probe.set("this", subject.copy())
             expected = {0: "ok" if isinstance(node, exp.JSONExtractScalar) else '"ok"'}
             checks.append((f"the JSON path {node.expression.sql('duckdb')}", probe,
                            [json.dumps(doc), "{}", "[]", "1", "null", '"ok"'], "JSON", expected))
         elif isinstance(node, exp.Substring):
-            probe = total_form(node, "duckdb")
+            probe = total_form(node, "duckdb", names)
             probe.set("this", subject.copy())
             checks.append(("SUBSTRING", probe, list(_SAMPLE_TEXT), "VARCHAR", {}))
     with _LOCK:

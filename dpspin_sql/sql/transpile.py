@@ -65,11 +65,15 @@ def _atom(node: exp.Expression) -> exp.Expression:
     return node if isinstance(node, simple) else exp.Paren(this=node)
 
 
-def bind(tree: exp.Expression, values: dict[str, int]) -> exp.Expression:
-    """Replace named placeholders ($K, ...) with integer literals."""
+def bind(tree: exp.Expression, values: dict[str, int | bool]) -> exp.Expression:
+    """Replace named placeholders ($K, ..., and the store query's $canonical / $keyed) with
+    integer or boolean literals."""
     def sub(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder) and node.name in values:
-            return exp.Literal.number(int(values[node.name]))
+            value = values[node.name]
+            if isinstance(value, bool):
+                return exp.true() if value else exp.false()
+            return exp.Literal.number(int(value))
         return node
 
     tree = tree.transform(sub)
@@ -77,6 +81,11 @@ def bind(tree: exp.Expression, values: dict[str, int]) -> exp.Expression:
     if left:
         raise ValueError(f"unbound parameters in the sketch query: {left}")
     return tree
+
+
+def _bind_flags(tree: exp.Expression, flags: dict[str, bool]) -> exp.Expression:
+    return tree.transform(lambda n: (exp.true() if flags[n.name] else exp.false())
+                          if isinstance(n, exp.Placeholder) and n.name in flags else n)
 
 
 def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
@@ -129,18 +138,28 @@ def full_vector(tree: exp.Select) -> exp.Select:
 
 
 def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, *,
-               pretty: bool = True, bind_params: bool = True, complete: bool = False) -> str:
-    """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`;
-    with `complete`, as the whole m-vector (`full_vector`), as a warehouse runs it."""
+               pretty: bool = True, bind_params: bool = True, complete: bool = False, source=None,
+               store_flags: dict[str, bool] | None = None) -> str:
+    """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`,
+    over `source` (default: the store's tables); with `complete`, as the whole m-vector
+    (`full_vector`), as a warehouse runs it. `store_flags` ({"canonical": …, "keyed": …},
+    DuckDB only) asks for the DuckDB store query (queries/sketch_store_*.sql) instead of the
+    portable one; its flags are always bound as literals."""
     if dialect not in DIALECTS:
         from dpspin_sql.errors import BadInput
 
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    tree = rewrite(bounds.unit, filters, dialect)
+    store = store_flags is not None
+    if store and dialect != BASE_DIALECT:
+        raise ValueError("the store query is DuckDB's own; other engines run the portable one")
+    tree = rewrite(bounds.unit, filters, dialect, source, store=store)
     if complete:
         tree = full_vector(tree)
     tree = inline_macros(tree)
-    if bind_params:
+    if store:
+        flags = {name: bool(store_flags.get(name, False)) for name in ("canonical", "keyed")}
+        tree = bind(tree, flags | bounds.params()) if bind_params else _bind_flags(tree, flags)
+    elif bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)
     from dpspin_sql.sql.dialect import quiet

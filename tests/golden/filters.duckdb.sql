@@ -18,12 +18,10 @@ WITH target AS (
     a.record_id,
     t.user_id,
     a.atom_id,
-    MAX(
-      CASE
-        WHEN ISFINITE(a.weight) AND a.weight > 0
-        THEN CAST(FLOOR(LEAST(a.weight, 1.0) * 16777216) AS BIGINT)
-      END
-    ) AS w
+    CASE
+      WHEN ISFINITE(a.weight) AND a.weight > 0
+      THEN CAST(FLOOR(LEAST(a.weight, 1.0) * 16777216) AS BIGINT)
+    END AS w
   FROM assignments AS a
   JOIN target AS t
     ON t.record_id = a.record_id
@@ -31,31 +29,90 @@ WITH target AS (
     ON d.atom_id = a.atom_id
   WHERE
     a.weight >= CAST(0.05 AS DOUBLE)
+), positive AS (
+  SELECT
+    record_id,
+    user_id,
+    atom_id,
+    w
+  FROM cleaned
+  WHERE
+    w > 0 AND NOT user_id IS NULL
+), per_record AS (
+  SELECT
+    user_id,
+    record_id,
+    COUNT(*) AS n,
+    SUM(w) AS total,
+    MIN(atom_id) AS lo,
+    MAX(atom_id) AS hi,
+    SUM(atom_id) AS atom_sum
+  FROM positive
   GROUP BY
-    a.record_id,
-    t.user_id,
-    a.atom_id
+    user_id,
+    record_id
+), irregular AS (
+  SELECT
+    user_id,
+    record_id
+  FROM per_record
+  WHERE
+    NOT (
+      n <= 5
+      AND total <= 16777216
+      AND (
+        n = 1
+        OR (
+          n = 2 AND lo < hi
+        )
+        OR (
+          n = 3 AND lo < atom_sum - lo - hi AND atom_sum - lo - hi < hi
+        )
+      )
+    )
+), deduplicated AS (
+  SELECT
+    p.record_id,
+    p.user_id,
+    p.atom_id,
+    MAX(p.w) AS w
+  FROM positive AS p
+  JOIN irregular AS i
+    ON i.record_id = p.record_id AND i.user_id = p.user_id
+  GROUP BY
+    p.record_id,
+    p.user_id,
+    p.atom_id
 ), ranked AS (
   SELECT
     record_id,
     user_id,
     atom_id,
     w,
-    ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
-  FROM cleaned
-  WHERE
-    w > 0
+    ROW_NUMBER() OVER (PARTITION BY user_id, record_id ORDER BY w DESC, atom_id ASC) AS k
+  FROM deduplicated
 ), kept AS (
   SELECT
     record_id,
     user_id,
     atom_id,
     w,
-    CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
+    CAST(SUM(w) OVER (PARTITION BY user_id, record_id) AS BIGINT) AS total
   FROM ranked
   WHERE
     k <= 5
 ), record_vectors AS (
+  SELECT
+    p.record_id,
+    p.user_id,
+    p.atom_id,
+    p.w AS v
+  FROM positive AS p
+  LEFT JOIN irregular AS i
+    ON i.record_id = p.record_id AND i.user_id = p.user_id
+  WHERE
+    i.record_id IS NULL
+  UNION ALL
   SELECT
     record_id,
     user_id,
@@ -81,13 +138,22 @@ WITH target AS (
   GROUP BY
     user_id,
     atom_id
-), user_totals AS (
+), user_sums AS (
   SELECT
     user_id,
-    atom_id,
-    u,
-    CAST(SUM(u) OVER (PARTITION BY user_id) AS BIGINT) AS total
+    CAST(SUM(u) AS BIGINT) AS total
   FROM user_vectors
+  GROUP BY
+    user_id
+), user_totals AS (
+  SELECT
+    uv.user_id,
+    uv.atom_id,
+    uv.u,
+    us.total
+  FROM user_vectors AS uv
+  JOIN user_sums AS us
+    ON us.user_id = uv.user_id
 ), sketch_mass AS (
   SELECT
     atom_id,

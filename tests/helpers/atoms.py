@@ -3,6 +3,8 @@ written straight into DuckDB (no files), and the path of the real corpora."""
 from __future__ import annotations
 
 import json
+
+import pyarrow as pa
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,19 @@ def make_store(tmp_path: Path, rows: list[dict], name: str = "s.duckdb"):
 
 
 def add_records(con, rows: list[dict]) -> None:
-    con.execute("INSERT INTO records SELECT unnest($ids::VARCHAR[]), unnest($users::VARCHAR[]), "
-                "unnest($texts::VARCHAR[]), unnest($splits::VARCHAR[]), CAST(unnest($meta::VARCHAR[]) AS JSON)",
-                {"ids": [str(r["record_id"]) for r in rows], "users": [r.get("user_id") for r in rows],
-                 "texts": [r.get("text", "") for r in rows], "splits": [r.get("split", "target") for r in rows],
-                 "meta": [json.dumps(r.get("metadata") or {}) for r in rows]})
+    table = pa.table({
+        "record_id": [str(r["record_id"]) for r in rows],
+        "user_id": [r.get("user_id") for r in rows],
+        "text": [r.get("text", "") for r in rows],
+        "split": [r.get("split", "target") for r in rows],
+        "metadata": [json.dumps(r.get("metadata") or {}) for r in rows],
+    })
+    con.register("tmp_rows", table)
+    try:
+        con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
+                    "SELECT record_id, user_id, text, split, CAST(metadata AS JSON) FROM tmp_rows")
+    finally:
+        con.unregister("tmp_rows")
 
 
 def splits(con) -> dict[str, str]:

@@ -1,0 +1,569 @@
+"""DP statements over the user's own tables, views and files (docs/SQL.md, "Your own tables").
+
+    SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'gaussian',
+                                             privacy_unit_column = author, contribution_bound = 1)
+           theme AS atom, DPSPIN_MASS(score)
+    FROM theme_scores JOIN reviews USING (review_id)
+    GROUP BY theme
+
+The statement names the columns, as BigQuery's differential-privacy SQL does:
+
+- the **atom** is the GROUP BY column (projected once, any alias): an integer column is
+  matched to the dictionary by `atom_id`, a text column by `label`; a value that is not a
+  dictionary atom is dropped inside the sketch, silently (never an error);
+- the **weight** is the argument of DPSPIN_MASS, a column of the same relation (the
+  *assignments-like* relation);
+- the **record id** is the join key (`USING (key)` or `ON a.x = r.y`, the one equi-join
+  allowed) or, over one relation, `record_id_column = col` (or the unit column itself at
+  record level);
+- the **privacy unit** is `privacy_unit_column`: the record id (or omitted) is record
+  level; any other column is user level, a column of the joined *records-like* relation
+  (or of the one relation).
+
+A relation is a table or view of the user's database (`name`, `schema.name` or
+`catalog.schema.name`, never the store's catalog) or a file, `read_parquet('path')` /
+`read_csv('path')` with a literal path under the files root (default: the current
+directory). The audit reads the catalog — column names and types, which are public
+schema — and, for a file, its header (Parquet schema; a CSV's header line, every column
+read as text), never a row.
+
+Each relation reaches the unchanged sketch query (queries/sketch_*.sql, through
+`rewrite.bind_source`) as a projection under the logical names: `record_id` and `user_id`
+as VARCHAR (CAST from integers, text or UUID never fails), `atom_id` as INTEGER
+(TRY_CAST: an out-of-range id is NULL, so dropped) or the dictionary's id of the label,
+`weight` as DOUBLE (CAST from numbers; TRY_CAST from text), and every column a filter
+reads under a private name (`fa0`, `fr1`, ...), numbers as DOUBLE. So nothing a table
+holds can make the query fail, and the bounds are the query's own. A view is read whole
+(behind `LIMIT 2^63-1`, which no optimizer may push a filter through): a statement's
+filter cannot choose which rows a view's own expressions run on. At user level, units
+that have auxiliary records in the store (they shaped the dictionary) are dropped from
+the sketch, never refused: a count of them would be a fact about the data.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlglot import exp
+
+from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.source import Relation, SketchSource
+from dpspin_sql.sql.dialect import DpspinMass
+from dpspin_sql.sql.errors import refuse
+from dpspin_sql.sql.totality import BOOL, DATE, DOUBLE, JSON, TEXT, check_predicate
+
+ASSIGNMENTS, RECORDS = "assignments", "records"
+STORE_NAMES = (ASSIGNMENTS, RECORDS)
+VIEW_FENCE = 9223372036854775807   # LIMIT 2^63-1: every row, and no filter pushed below it
+
+_INT = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$")
+_FLOAT = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$")
+
+
+def kind_of(dtype: str) -> str:
+    """A DuckDB column type's class: int, float, text, bool, date, json, uuid or other."""
+    t = dtype.upper().strip()
+    if _INT.match(t):
+        return "int"
+    if _FLOAT.match(t):
+        return "float"
+    return {"VARCHAR": "text", "BOOLEAN": "bool", "DATE": "date", "JSON": "json", "UUID": "uuid"}.get(t, "other")
+
+
+# the type a filter sees a column as (numbers are projected as DOUBLE)
+_FILTER_TYPE = {"int": DOUBLE, "float": DOUBLE, "text": TEXT, "bool": BOOL, "date": DATE, "json": JSON}
+
+
+def reads_own_relations(select: exp.Select) -> bool:
+    """Whether the statement reads anything but the store's `assignments` / `records`."""
+    items = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
+    for item in items:
+        if not (isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier)
+                and not item.args.get("db") and not item.args.get("catalog")
+                and item.name.lower() in STORE_NAMES):
+            return True
+    return False
+
+
+# -- the catalog ------------------------------------------------------------------------------------
+
+class Catalog:
+    """Schema lookups on the connection the release runs on (names and types, never rows)."""
+
+    def __init__(self, con, user_catalog: str | None, files_root: str | Path | None = None):
+        self.con = con
+        self.store = con.execute("SELECT current_database()").fetchall()[0][0]
+        self.user = user_catalog or self.store
+        self.files_root = Path(files_root if files_root is not None else Path.cwd()).resolve()
+
+    @staticmethod
+    def store_tables() -> set[str]:
+        """The dpspin schema's tables (queries/schema.sql): never read by a statement by name."""
+        from dpspin_sql import queries
+
+        return {m.lower() for m in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", queries.load("schema"), re.I)}
+
+    def find(self, catalog: str, schema: str, name: str) -> tuple[str, str, str, bool] | None:
+        """(catalog, schema, name as stored, is a view) of a table or view, or None."""
+        rows = self.con.execute(
+            "SELECT database_name, schema_name, table_name, false FROM duckdb_tables() "
+            "WHERE lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
+            "AND lower(table_name) = lower($n) "
+            "UNION ALL SELECT database_name, schema_name, view_name, true FROM duckdb_views() "
+            "WHERE NOT internal AND lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
+            "AND lower(view_name) = lower($n)", {"c": catalog, "s": schema, "n": name}).fetchall()
+        return tuple(rows[0]) if rows else None
+
+    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        return [tuple(r) for r in self.con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND schema_name = ? "
+            "AND table_name = ? ORDER BY column_index", [catalog, schema, name]).fetchall()]
+
+    def describe(self, scan: exp.Expression, path: Path, fmt: str) -> list[tuple[str, str]]:
+        import duckdb
+
+        try:
+            rows = self.con.execute(f"DESCRIBE SELECT * FROM {scan.sql('duckdb')}").fetchall()
+        except duckdb.Error:
+            raise BadInput(f"cannot read the {fmt} file {path} (its header or schema)") from None
+        return [(r[0], r[1]) for r in rows]
+
+
+# -- the statement's relations ----------------------------------------------------------------------
+
+@dataclass
+class Rel:
+    """One relation of the statement: where it is, its qualifier and its columns."""
+
+    qualifier: str
+    label: str                          # for messages and the ledger: a table name or format:path
+    scan: exp.Expression                # the FROM item the projection reads
+    columns: dict[str, tuple[str, str]]  # lower name -> (name, DuckDB type)
+    node: exp.Expression
+    table: str | None = None
+    path: str | None = None
+    format: str | None = None
+    letter: str = "a"                   # a: assignments-like, r: records-like
+    used: dict[str, str] = field(default_factory=dict)   # filter column (lower) -> private name
+
+    def kind(self, name: str) -> str:
+        return kind_of(self.columns[name][1])
+
+    def col(self, name: str, alias: str = "s") -> exp.Column:
+        return exp.column(exp.to_identifier(self.columns[name][0], quoted=True), table=alias)
+
+
+def _relation(item: exp.Expression, cat: Catalog, where: str) -> Rel:
+    if isinstance(item, (exp.Subquery, exp.Select)) or (isinstance(item, exp.Table) and isinstance(
+            item.this, (exp.Subquery, exp.Select))):
+        refuse(f"a subquery in {where}; a DP statement reads tables, views or read_parquet/read_csv files only",
+               item)
+    if not isinstance(item, exp.Table):
+        refuse(f"{where} reads something other than a table, a view or a file", item)
+    for key, value in item.args.items():
+        if key not in ("this", "alias", "db", "catalog") and value:
+            refuse(f"table modifiers ({key}) are not allowed in {where}", item)
+    alias = item.args.get("alias")
+    if alias is not None and (alias.args.get("columns") or not alias.name):
+        refuse("column aliases on a table are not allowed", item)
+    if isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)):
+        rel = _file(item.this, cat, where)
+    elif isinstance(item.this, exp.Identifier):
+        rel = _table(item, cat, where)
+    elif isinstance(item.this, (exp.Func, exp.Anonymous)):
+        refuse(f"{where} reads the table function {item.this.sql('duckdb').split('(')[0]}; the only file "
+               "readers allowed are read_parquet('path') and read_csv('path')", item)
+    else:
+        refuse(f"{where} reads something other than a table, a view or a file", item)
+    rel.qualifier = (alias.name if alias is not None else rel.qualifier).lower()
+    rel.node = item
+    return rel
+
+
+def _file(fn: exp.Expression, cat: Catalog, where: str) -> Rel:
+    fmt = "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
+    args = [v for k, v in fn.args.items() if v]
+    literal = None
+    flat = [a for v in args for a in (v if isinstance(v, list) else [v])]
+    if len(flat) == 1 and isinstance(flat[0], exp.Literal) and flat[0].is_string:
+        literal = flat[0].this
+    if literal is None:
+        refuse(f"read_{fmt} takes one literal path ('file.{fmt}') and nothing else", fn)
+    given = Path(literal)
+    path = (given if given.is_absolute() else Path.cwd() / given).resolve()
+    if not path.is_relative_to(cat.files_root):
+        refuse(f"the file {literal!r} is outside the files root {cat.files_root}; a statement reads files "
+               "under it only", fn)
+    if not path.is_file():
+        raise BadInput(f"{fmt} file not found: {literal}")
+    text = exp.Literal.string(str(path))
+    if fmt == "parquet":
+        scan: exp.Expression = exp.Anonymous(this="read_parquet", expressions=[text])
+    else:   # every column text: the types cannot depend on the rows; a malformed row is skipped
+        delim = "\t" if str(path).lower().removesuffix(".gz").endswith(".tsv") else ","
+        scan = exp.Anonymous(this="read_csv", expressions=[text] + [
+            exp.PropertyEQ(this=exp.to_identifier(k), expression=v) for k, v in (
+                ("header", exp.true()), ("all_varchar", exp.true()), ("ignore_errors", exp.true()),
+                ("delim", exp.Literal.string(delim)))])
+    table = exp.Table(this=scan)
+    columns = {n.lower(): (n, t) for n, t in cat.describe(table, path, fmt)}
+    return Rel(qualifier=f"read_{fmt}", label=f"{fmt}:{path}", scan=table, columns=columns, node=fn,
+               path=str(path), format=fmt)
+
+
+def _table(item: exp.Table, cat: Catalog, where: str) -> Rel:
+    name = item.name
+    schema = item.args["db"].name if item.args.get("db") else None
+    catalog = item.args["catalog"].name if item.args.get("catalog") else None
+    if catalog is None and schema is None and name.lower() in STORE_NAMES:
+        refuse(f"{where} reads the store's {name.lower()} table together with a table of your own; read either "
+               f"the store's assignments and records, or your own relations (main.{name} names yours)", item)
+    if catalog is not None and catalog.lower() in ("system", "temp"):
+        refuse(f"{where} reads the {catalog} catalog; a DP statement reads your own tables", item)
+    if catalog is not None and catalog.lower() == cat.store.lower() and cat.store != cat.user:
+        refuse(f"{where} reads the dpspin store's catalog {catalog!r}; a statement reads the store's assignments "
+               "and records unqualified, and your own tables", item)
+    catalog = catalog or cat.user
+    schema = schema or "main"
+    if catalog.lower() == cat.store.lower() and schema.lower() == "main" and name.lower() in cat.store_tables():
+        refuse(f"reads table {name!r}, which is not allowed; a DP statement reads {ASSIGNMENTS} and {RECORDS} "
+               "of the store, or tables of your own", item)
+    found = cat.find(catalog, schema, name)
+    if found is None:
+        refuse(f"{where}: there is no table or view {'.'.join(filter(None, (catalog, schema, name)))!r}", item)
+    c, s, n, is_view = found
+    ref = exp.Table(this=exp.to_identifier(n, quoted=True), db=exp.to_identifier(s, quoted=True),
+                    catalog=exp.to_identifier(c, quoted=True))
+    scan: exp.Expression = ref
+    if is_view:
+        scan = exp.select("*").from_(ref).limit(VIEW_FENCE).subquery()
+    columns = {cn.lower(): (cn, t) for cn, t in cat.columns(c, s, n)}
+    return Rel(qualifier=n.lower(), label=f"{c}.{s}.{n}", scan=scan, columns=columns, node=item, table=f"{c}.{s}.{n}")
+
+
+class Scope:
+    def __init__(self, rels: list[Rel], using: str | None = None):
+        self.rels = rels
+        self.using = using
+        self.prefer = rels[-1]   # the relation an unqualified USING key names (the records-like one)
+        seen = set()
+        for rel in rels:
+            if rel.qualifier in seen:
+                refuse(f"the name {rel.qualifier!r} names two relations", rel.node)
+            seen.add(rel.qualifier)
+
+    def resolve(self, column: exp.Column, where: str) -> tuple[Rel, str]:
+        if not isinstance(column.this, exp.Identifier):
+            refuse(f"{column.sql()} in {where} is not a plain column", column)
+        if column.args.get("db") or column.args.get("catalog"):
+            refuse(f"a qualified column in {where} names a table outside the statement", column)
+        name = column.name.lower()
+        if column.table:
+            rel = next((r for r in self.rels if r.qualifier == column.table.lower()), None)
+            if rel is None:
+                refuse(f"{column.table!r} in {where} is not a relation of this statement", column)
+            if name not in rel.columns:
+                refuse(f"{rel.label} has no column {column.name!r}", column)
+            return rel, name
+        owners = [r for r in self.rels if name in r.columns]
+        if not owners:
+            refuse(f"unknown column {column.name!r} in {where}", column)
+        if len(owners) > 1:
+            if name == self.using:
+                return self.prefer, name
+            refuse(f"column {column.name!r} in {where} is in both relations; qualify it", column)
+        return owners[0], name
+
+
+def _join_keys(join: exp.Join, scope: Scope) -> tuple[tuple[Rel, str], tuple[Rel, str]]:
+    for key, value in join.args.items():
+        if key in ("this", "using", "on") or not value:
+            continue
+        if key == "kind" and str(value).upper() == "INNER":
+            continue
+        refuse(f"a {str(value).upper() if isinstance(value, str) else key.upper()} join; only [INNER] JOIN "
+               "… USING (key) or ON a.key = r.key is allowed", join)
+    using, on = join.args.get("using") or [], join.args.get("on")
+    if using:
+        if len(using) != 1 or not isinstance(using[0], (exp.Identifier, exp.Column)):
+            refuse("join USING exactly one key column", join)
+        name = using[0].name.lower()
+        for rel in scope.rels:
+            if name not in rel.columns:
+                refuse(f"the join key {using[0].name!r} is not a column of {rel.label}", join)
+        return (scope.rels[0], name), (scope.rels[1], name)
+    if isinstance(on, exp.EQ) and isinstance(on.this, exp.Column) and isinstance(on.expression, exp.Column):
+        left, right = scope.resolve(on.this, "ON"), scope.resolve(on.expression, "ON")
+        if left[0] is not right[0]:
+            return (left, right) if left[0] is scope.rels[0] else (right, left)
+    refuse("the two relations must be joined by one equi-join key: JOIN … USING (key) or ON a.key = r.key",
+           on if on is not None else join)
+
+
+# -- the audit over own relations -------------------------------------------------------------------
+
+def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, check_where_nodes,
+              refuse_projection) -> dict:
+    """Audit a statement that reads the user's own relations (sql/audit.py calls this once the
+    statement's root is checked, with its WHERE and projection refusals); returns the fields
+    of its `Audited`, the SketchSource included."""
+    from dpspin_sql.sql.options import read_options, to_request
+
+    cat = Catalog(con, user_catalog, files_root)
+    rels = [_relation(select.args["from_"].this, cat, "FROM")]
+    joins = select.args.get("joins") or []
+    if len(joins) > 1:
+        refuse("more than one JOIN; a DP statement joins one records-like relation at most once", joins[1])
+    using = None
+    if joins:
+        rels.append(_relation(joins[0].this, cat, "JOIN"))
+        u = joins[0].args.get("using") or []
+        using = u[0].name.lower() if len(u) == 1 and isinstance(u[0], (exp.Identifier, exp.Column)) else None
+    scope = Scope(rels, using)
+    keys = _join_keys(joins[0], scope) if joins else None
+
+    # GROUP BY: the atom column
+    group = select.args.get("group")
+    if group is None:
+        refuse("GROUP BY <atom column> is required", select)
+    for key, value in group.args.items():
+        if key != "expressions" and value:
+            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY the atom column only", group)
+    if len(group.expressions) != 1 or not isinstance(group.expressions[0], exp.Column):
+        refuse("GROUP BY must be one column, the atom; grouping by anything else releases other groups", group)
+    atom = scope.resolve(group.expressions[0], "GROUP BY")
+
+    # projection: the atom column and DPSPIN_MASS(weight column)
+    n_atom = n_mass = 0
+    weight = None
+    for item in select.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(item, exp.Alias) and not isinstance(item.args.get("alias"), exp.Identifier):
+            refuse("a projection alias must be a plain name", item)
+        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
+            refuse("SELECT * would expose rows; project the atom column and DPSPIN_MASS(weight)", item)
+        if isinstance(node, exp.Column):
+            if scope.resolve(node, "the projection") != atom:
+                refuse(f"column {node.sql()} would reach the output; the output is the released plan only "
+                       "(the GROUP BY atom column and DPSPIN_MASS of a weight)", item)
+            n_atom += 1
+            continue
+        if isinstance(node, DpspinMass):
+            arg = node.this
+            if set(k for k, v in node.args.items() if v) != {"this"} or not isinstance(arg, exp.Column):
+                refuse("DPSPIN_MASS takes one weight column only", node)
+            weight = scope.resolve(arg, "DPSPIN_MASS")
+            n_mass += 1
+            continue
+        refuse_projection(item, node)
+    if n_atom != 1 or n_mass != 1:
+        refuse("the projection must be exactly the atom column (the GROUP BY column) and DPSPIN_MASS(weight)",
+               select.expressions[0] if select.expressions else select)
+    A = atom[0]
+    if weight[0] is not A:
+        refuse("DPSPIN_MASS's weight and the atom must be columns of the same relation (the assignments-like "
+               "one)", select)
+    R = next((r for r in rels if r is not A), None)
+    if R is not None:
+        R.letter = "r"
+        scope.prefer = R
+    options = read_options(select.args["hint"])
+    unit, rid_a, rid_r, user = _keys_and_unit(options, scope, A, R, keys)
+
+    # types of the role columns
+    if A.kind(atom[1]) not in ("int", "text"):
+        refuse(f"the atom column {atom[1]!r} is {A.columns[atom[1]][1]}; it must hold integer atom ids or "
+               "text labels", group.expressions[0])
+    if A.kind(weight[1]) not in ("int", "float", "text"):
+        refuse(f"the weight column {weight[1]!r} is {A.columns[weight[1]][1]}, not a number", select)
+    for rel, name, what in ((A, rid_a, "record id"), (R, rid_r, "record id"), *([user] if user else [])):
+        if rel is not None and name is not None and rel.kind(name) not in ("int", "text", "uuid"):
+            refuse(f"the {what} column {name!r} of {rel.label} is {rel.columns[name][1]}; ids are integers, "
+                   "text or UUIDs", select)
+
+    records_filter, assignments_filter, types = _filters(select, scope, R, check_where_nodes)
+    source = _source(cat, unit, A, R, atom[1], weight[1], rid_a, rid_r, user)
+    request = to_request(options, unit, select.args["hint"])
+    return {"options": options, "request": request, "records_filter": records_filter,
+            "assignments_filter": assignments_filter, "statement": select, "source": source, "filter_types": types}
+
+
+def _keys_and_unit(options, scope: Scope, A: Rel, R: Rel | None, keys):
+    """(unit, record id column in A, in R, (rel, column, 'unit') or None)."""
+    unit_col = options.get("privacy_unit_column")
+    rid_col = options.get("record_id_column")
+    rid = scope.resolve(rid_col, "record_id_column") if rid_col is not None else None
+    if keys is not None:
+        (ka_rel, ka), (kr_rel, kr) = keys
+        if ka_rel is not A:
+            (ka_rel, ka), (kr_rel, kr) = (kr_rel, kr), (ka_rel, ka)
+        if rid is not None and rid not in ((A, ka), (R, kr)):
+            refuse("record_id_column must be the join key (the join names the record id)",
+                   options.nodes["record_id_column"])
+        key_cols = ((A, ka), (R, kr))
+    else:
+        ka = kr = None
+        if rid is not None and rid[0] is not A:
+            refuse("record_id_column must be a column of the relation", options.nodes["record_id_column"])
+        ka = rid[1] if rid is not None else None
+        key_cols = ((A, ka),) if ka else ()
+    if unit_col is None:
+        if ka is None:
+            refuse("name the record id: join a records relation USING (key), or give record_id_column = <column> "
+                   "(or privacy_unit_column = <record id column> for record level)", options.nodes.get("epsilon"))
+        return "record", ka, kr, None
+    unit = scope.resolve(unit_col, "privacy_unit_column")
+    node = options.nodes["privacy_unit_column"]
+    if unit in key_cols:
+        return "record", ka, kr, None
+    if keys is None and ka is None:   # one relation, no record id: the unit column is the record id
+        return "record", unit[1], None, None
+    if R is not None and unit[0] is not R:
+        refuse(f"privacy_unit_column = {unit_col.sql()}: with a join the unit is a column of the joined records "
+               f"relation ({R.label}), which gives each record its user", node)
+    return "user", ka, kr, (unit[0], unit[1], "privacy unit")
+
+
+def _filters(select: exp.Select, scope: Scope, R: Rel | None, check_nodes):
+    from dpspin_sql.sql.totality import unqualified
+
+    where = select.args.get("where")
+    if where is None:
+        return None, None, None
+    check_nodes(where)   # subqueries, windows, aggregates, parameters: the store audit's reasons
+    predicate = where.this.copy()
+    original: dict[str, str] = {}
+    types: dict[str, str] = {}
+    roles: dict[str, str] = {}
+    for column in list(predicate.find_all(exp.Column)):
+        rel, name = scope.resolve(column, "WHERE")
+        kind = _FILTER_TYPE.get(rel.kind(name))
+        if kind is None:
+            refuse(f"column {column.sql()} is {rel.columns[name][1]}; a filter reads numbers, text, BOOLEAN, DATE "
+                   "or JSON columns", column)
+        private = rel.used.setdefault(name, f"f{rel.letter}{len(rel.used)}")
+        original[private] = f"{rel.qualifier}.{rel.columns[name][0]}"
+        types[private] = kind
+        roles[private] = RECORDS if rel is R else ASSIGNMENTS
+        column.set("table", None)
+        column.set("this", exp.to_identifier(private))
+    try:
+        check_predicate(predicate, lambda c: (roles[c.name], c.name),
+                        types={(roles[n], n): k for n, k in types.items()}, names=types)
+    except AuditRefusal as refusal:   # say the user's column names, not the private ones
+        text = str(refusal)
+        for private, name in original.items():
+            text = re.sub(rf"\b{private}\b", name, text)
+        raise AuditRefusal(text) from None
+    on_records, on_assignments = [], []
+    for term in predicate.flatten() if isinstance(predicate, exp.And) else [predicate]:
+        sides = {roles[c.name] for c in term.find_all(exp.Column)}
+        if R is not None and sides <= {RECORDS} and sides:
+            on_records.append(unqualified(term))
+        elif sides <= {ASSIGNMENTS}:
+            on_assignments.append(unqualified(term))
+        else:
+            refuse("a WHERE term mixes columns of both relations; split it into AND-ed terms that each read one",
+                   term)
+    conj = (lambda ts: None if not ts else exp.and_(*ts, copy=False) if len(ts) > 1 else ts[0])
+    return conj(on_records), conj(on_assignments), tuple(sorted(types.items()))
+
+
+# -- the sketch source ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProjectedRelation(Relation):
+    """A relation as a fixed projection under the logical names (see the module docstring)."""
+
+    select: exp.Select | None = None
+
+    def relation(self, extra: dict[str, exp.Expression] | None = None) -> exp.Expression:
+        sel = self.select.copy()
+        for name, value in (extra or {}).items():
+            sel = sel.select(exp.alias_(value, name), copy=False)
+        return sel.subquery()
+
+
+def _varchar(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=node, to=exp.DataType.build("VARCHAR"))
+
+
+def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expression], unit_col: str | None,
+                label_atoms: str | None = None) -> ProjectedRelation:
+    items = [exp.alias_(value, name) for name, value in roles.items()]
+    for name, private in rel.used.items():
+        col = rel.col(name)
+        items.append(exp.alias_(exp.Cast(this=col, to=exp.DataType.build("DOUBLE"))
+                                if rel.kind(name) in ("int", "float") else col, private))
+    sel = exp.select(*items).from_(exp.alias_(rel.scan.copy(), "s", table=True))
+    store = exp.to_identifier(cat.store, quoted=True)
+    if label_atoms is not None:
+        atoms = exp.Table(this=exp.to_identifier("atoms"), db=exp.to_identifier("main"), catalog=store.copy())
+        sel = sel.join(exp.alias_(atoms, "d", table=True), on=exp.EQ(
+            this=exp.column("label", table="d"), expression=rel.col(label_atoms)), join_type="inner")
+    if unit_col is not None:   # units that have auxiliary records in the store are not in the sketch
+        aux = exp.select("user_id").from_(exp.Table(this=exp.to_identifier("records"), db=exp.to_identifier("main"),
+                                                    catalog=store.copy())).where(
+            "split = 'aux' AND user_id IS NOT NULL")
+        sel = sel.where(exp.Not(this=exp.In(this=_varchar(rel.col(unit_col)), query=aux.subquery())))
+    logical = tuple(roles)
+    return ProjectedRelation(table=rel.table, path=rel.path, format=rel.format, available=logical, select=sel)
+
+
+def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: str, rid_a: str,
+            rid_r: str | None, user) -> SketchSource:
+    kind = A.kind(atom)
+    atom_expr = (exp.column("atom_id", table="d") if kind == "text"
+                 else exp.TryCast(this=A.col(atom), to=exp.DataType.build("INTEGER")))
+    w = A.col(weight)
+    weight_expr = (exp.TryCast(this=w, to=exp.DataType.build("DOUBLE")) if A.kind(weight) == "text"
+                   else exp.Cast(this=w, to=exp.DataType.build("DOUBLE")))
+    a_roles = {"record_id": _varchar(A.col(rid_a)), "atom_id": atom_expr, "weight": weight_expr}
+    unit_in_a = user is not None and user[0] is A
+    if unit_in_a:
+        a_roles["user_id"] = _varchar(A.col(user[1]))
+    assignments = _projection(cat, A, a_roles, user[1] if unit_in_a else None, atom if kind == "text" else None)
+    records = None
+    if R is not None:
+        r_roles = {"record_id": _varchar(R.col(rid_r))}
+        if user is not None:
+            r_roles["user_id"] = _varchar(R.col(user[1]))
+        records = _projection(cat, R, r_roles, user[1] if user is not None else None)
+    del unit
+    return SketchSource(assignments, records)
+
+
+# -- the engine -------------------------------------------------------------------------------------
+
+class OwnEngine:
+    """The DuckDB sketch over the user's own relations (the portable query, `bind_source`).
+
+    Nothing here reads or counts the user's rows outside the sketch query, and nothing is
+    refused on what they hold: the one store fact checked at user level is the store's own
+    (auxiliary records without a user id, which the dictionary was built from)."""
+
+    name = "duckdb"
+
+    def __init__(self, filters, *, source: SketchSource, settings=None):
+        self.filters, self.source, self.settings = filters, source, settings
+
+    def sketch(self, con, bounds):
+        from dpspin_sql import queries
+        from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms, execute_sketch
+        from dpspin_sql.sql.transpile import sketch_sql
+        from dpspin_sql.store import first_row
+
+        atom_ids = dictionary_atoms(con)
+        if bounds.unit == "user":
+            _, aux_without_user = first_row(con.execute(queries.load("aux_users")))
+            if aux_without_user:
+                raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
+                               "release cannot tell whether their authors are among the protected users")
+        sql = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False, source=self.source)
+        rows = execute_sketch(con, sql, bounds.params(), self.settings,
+                              "the sketch query failed on your tables or files")
+        return assemble(TargetFacts(atom_ids, None, None), rows, bounds)
+
+    def details(self) -> dict:
+        return {"engine": self.name} | self.source.details() | (self.settings.details() if self.settings else {})

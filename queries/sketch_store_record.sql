@@ -1,0 +1,98 @@
+-- Record-level sketch of a DuckDB store (what the DuckDB engine runs; sketch_record.sql is
+-- the portable form). The result is the same as sketch_record.sql's on the store's
+-- logical assignment rows (the rows in `assignments` plus the entries of the canonical
+-- vectors in `records`), bit for bit; only the work differs.
+--
+-- Fast records: a target record with a canonical vector of at most $K entries and no raw
+-- rows. DuckDB has checked on write that its atoms are distinct and its masses are
+-- non-negative with Σ ≤ $scale (the CHECKs in schema.sql; $canonical says the catalog
+-- still has them, sketch.canonical_facts), so dropping bad weights, deduplicating,
+-- keeping the top $K and renormalising are all the identity on it: its entries are its
+-- record vector, with no grouping by record at all. Unknown atoms and zero masses are
+-- dropped as the enforcement would drop them (with at most $K entries, dropping one
+-- changes no other entry).
+--
+-- Every other target record (raw rows, a longer vector, or $canonical false) goes
+-- through the enforcement of sketch_record.sql, unchanged from `positive` on, over its
+-- logical rows; statement filters on assignment columns are applied in `cleaned`, where
+-- those rows are first read (run.py sets $canonical false then, so that every row passes
+-- through the filter).
+WITH target AS (
+    SELECT record_id, atom_ids, masses FROM records WHERE split = 'target'
+),
+raw_records AS (
+    SELECT DISTINCT record_id FROM assignments WHERE record_id IS NOT NULL
+),
+flagged AS NOT MATERIALIZED (
+    SELECT t.record_id, t.atom_ids, t.masses,
+           COALESCE($canonical AND len(t.atom_ids) <= $K AND len(t.masses) <= $K AND x.record_id IS NULL,
+                    FALSE) AS fast
+    FROM target AS t
+    LEFT JOIN raw_records AS x ON x.record_id = t.record_id
+),
+fast_vectors AS (
+    SELECT record_id, atom_id, v
+    FROM (SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) AS v FROM flagged WHERE fast) AS e
+    WHERE v > 0
+),
+slow AS (
+    SELECT record_id, atom_ids, masses FROM flagged WHERE NOT fast
+),
+cleaned AS (
+    SELECT a.record_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
+    FROM (
+        SELECT record_id, atom_id, weight FROM assignments
+        UNION ALL
+        SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) / $scale AS weight FROM slow
+    ) AS a
+    JOIN slow AS t ON t.record_id = a.record_id
+    JOIN atoms AS d ON d.atom_id = a.atom_id
+),
+positive AS (
+    SELECT record_id, atom_id, w FROM cleaned WHERE w > 0
+),
+per_record AS (
+    SELECT record_id, COUNT(*) AS n, SUM(w) AS total, MIN(atom_id) AS lo, MAX(atom_id) AS hi,
+           SUM(atom_id) AS atom_sum
+    FROM positive
+    GROUP BY record_id
+),
+irregular AS (
+    SELECT record_id FROM per_record
+    WHERE NOT (n <= $K AND total <= $scale
+               AND (n = 1 OR (n = 2 AND lo < hi)
+                    OR (n = 3 AND lo < atom_sum - lo - hi AND atom_sum - lo - hi < hi)))
+),
+deduplicated AS (
+    SELECT p.record_id, p.atom_id, MAX(p.w) AS w
+    FROM positive AS p
+    JOIN irregular AS i ON i.record_id = p.record_id
+    GROUP BY p.record_id, p.atom_id
+),
+ranked AS (
+    SELECT record_id, atom_id, w,
+           ROW_NUMBER() OVER (PARTITION BY record_id ORDER BY w DESC, atom_id ASC) AS k
+    FROM deduplicated
+),
+kept AS (
+    SELECT record_id, atom_id, w, CAST(SUM(w) OVER (PARTITION BY record_id) AS BIGINT) AS total
+    FROM ranked
+    WHERE k <= $K
+),
+record_vectors AS (
+    SELECT p.record_id, p.atom_id, p.w AS v
+    FROM positive AS p
+    LEFT JOIN irregular AS i ON i.record_id = p.record_id
+    WHERE i.record_id IS NULL
+    UNION ALL
+    SELECT record_id, atom_id, dpspin_clip(w, total, $scale) AS v
+    FROM kept
+    UNION ALL
+    SELECT record_id, atom_id, v
+    FROM fast_vectors
+)
+SELECT atom_id, CAST(SUM(v) AS HUGEINT) AS mass
+FROM record_vectors
+WHERE atom_id IN (SELECT atom_id FROM atoms)
+GROUP BY atom_id
+ORDER BY atom_id;

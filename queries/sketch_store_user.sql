@@ -1,0 +1,121 @@
+-- User-level sketch of a DuckDB store (what the DuckDB engine runs; sketch_user.sql is the
+-- portable form), bit for bit the result of sketch_user.sql on the store's logical rows.
+-- Fast and slow records are as in sketch_store_record.sql; a fast record here also needs
+-- a user key, and $keyed says the catalog proves keys and user ids one-to-one (the
+-- foreign key from records (user_key, user_id) to users, whose key and id are each
+-- unique: sketch.canonical_facts). Then grouping by user_key is grouping by user_id, on
+-- integers: the per-user totals use DuckDB's perfect hash aggregate (the keys are dense).
+-- A slow record without a key takes its user's key from `users` when the store knows the
+-- user; a user the store does not know has no keyed record at all (the foreign key), and
+-- is grouped by user_id in `named_*`. So every user is exactly one group, whatever mix of
+-- fast, slow, keyed and unkeyed records it has.
+WITH target AS (
+    SELECT record_id, user_id, user_key, atom_ids, masses FROM records WHERE split = 'target'
+),
+raw_records AS (
+    SELECT DISTINCT record_id FROM assignments WHERE record_id IS NOT NULL
+),
+flagged AS NOT MATERIALIZED (
+    SELECT t.record_id, t.user_id, t.user_key, t.atom_ids, t.masses,
+           COALESCE($canonical AND $keyed AND t.user_key IS NOT NULL AND len(t.atom_ids) <= $K
+                    AND len(t.masses) <= $K AND x.record_id IS NULL, FALSE) AS fast
+    FROM target AS t
+    LEFT JOIN raw_records AS x ON x.record_id = t.record_id
+),
+fast_vectors AS (
+    SELECT user_key, atom_id, v
+    FROM (SELECT user_key, unnest(atom_ids) AS atom_id, unnest(masses) AS v FROM flagged WHERE fast) AS e
+    WHERE v > 0 AND atom_id IN (SELECT atom_id FROM atoms)
+),
+slow AS (
+    SELECT f.record_id, f.user_id, CASE WHEN $keyed THEN COALESCE(f.user_key, u.user_key) END AS user_key,
+           f.atom_ids, f.masses
+    FROM flagged AS f
+    LEFT JOIN users AS u ON u.user_id = f.user_id
+    WHERE NOT f.fast
+),
+cleaned AS (
+    SELECT a.record_id, t.user_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
+    FROM (
+        SELECT record_id, atom_id, weight FROM assignments
+        UNION ALL
+        SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) / $scale AS weight FROM slow
+    ) AS a
+    JOIN slow AS t ON t.record_id = a.record_id
+    JOIN atoms AS d ON d.atom_id = a.atom_id
+),
+positive AS (
+    SELECT record_id, user_id, atom_id, w FROM cleaned WHERE w > 0 AND user_id IS NOT NULL
+),
+per_record AS (
+    SELECT user_id, record_id, COUNT(*) AS n, SUM(w) AS total, MIN(atom_id) AS lo, MAX(atom_id) AS hi,
+           SUM(atom_id) AS atom_sum
+    FROM positive
+    GROUP BY user_id, record_id
+),
+irregular AS (
+    SELECT user_id, record_id FROM per_record
+    WHERE NOT (n <= $K AND total <= $scale
+               AND (n = 1 OR (n = 2 AND lo < hi)
+                    OR (n = 3 AND lo < atom_sum - lo - hi AND atom_sum - lo - hi < hi)))
+),
+deduplicated AS (
+    SELECT p.record_id, p.user_id, p.atom_id, MAX(p.w) AS w
+    FROM positive AS p
+    JOIN irregular AS i ON i.record_id = p.record_id AND i.user_id = p.user_id
+    GROUP BY p.record_id, p.user_id, p.atom_id
+),
+ranked AS (
+    SELECT record_id, user_id, atom_id, w,
+           ROW_NUMBER() OVER (PARTITION BY user_id, record_id ORDER BY w DESC, atom_id ASC) AS k
+    FROM deduplicated
+),
+kept AS (
+    SELECT record_id, user_id, atom_id, w,
+           CAST(SUM(w) OVER (PARTITION BY user_id, record_id) AS BIGINT) AS total
+    FROM ranked
+    WHERE k <= $K
+),
+record_vectors AS (
+    SELECT p.record_id, p.user_id, p.atom_id, p.w AS v
+    FROM positive AS p
+    LEFT JOIN irregular AS i ON i.record_id = p.record_id AND i.user_id = p.user_id
+    WHERE i.record_id IS NULL
+    UNION ALL
+    SELECT record_id, user_id, atom_id, dpspin_clip(w, total, $scale) AS v
+    FROM kept
+),
+slow_vectors AS (
+    SELECT s.user_key, r.user_id, r.atom_id, r.v
+    FROM record_vectors AS r
+    JOIN slow AS s ON s.record_id = r.record_id
+),
+keyed_vectors AS (
+    SELECT user_key, atom_id, CAST(SUM(v) AS BIGINT) AS u
+    FROM (SELECT user_key, atom_id, v FROM fast_vectors
+          UNION ALL
+          SELECT user_key, atom_id, v FROM slow_vectors WHERE user_key IS NOT NULL) AS k
+    GROUP BY user_key, atom_id
+),
+keyed_sums AS (
+    SELECT user_key, CAST(SUM(u) AS BIGINT) AS total FROM keyed_vectors GROUP BY user_key
+),
+named_vectors AS (
+    SELECT user_id, atom_id, CAST(SUM(v) AS BIGINT) AS u
+    FROM slow_vectors
+    WHERE user_key IS NULL
+    GROUP BY user_id, atom_id
+),
+named_sums AS (
+    SELECT user_id, CAST(SUM(u) AS BIGINT) AS total FROM named_vectors GROUP BY user_id
+),
+user_totals AS (
+    SELECT v.atom_id, v.u, s.total FROM keyed_vectors AS v JOIN keyed_sums AS s ON s.user_key = v.user_key
+    UNION ALL
+    SELECT v.atom_id, v.u, s.total FROM named_vectors AS v JOIN named_sums AS s ON s.user_id = v.user_id
+)
+SELECT atom_id,
+       CAST(SUM(dpspin_clip(u, total, $bound)) AS HUGEINT) AS mass
+FROM user_totals
+GROUP BY atom_id
+ORDER BY atom_id;
