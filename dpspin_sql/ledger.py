@@ -169,7 +169,7 @@ def measurements(con: duckdb.DuckDBPyConnection, release_id: str) -> list[dict]:
 
 def recompute_cost(records: list[dict]) -> tuple[float, float]:
     """Rebuild each stored measurement and evaluate its own privacy map at its d_in."""
-    import opendp.prelude as dp
+    import dpspin_sql.opendp_lite as dp
 
     dp.enable_features("contrib")
     eps, delta = [], []

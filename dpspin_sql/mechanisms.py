@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import opendp.prelude as dp
+import dpspin_sql.opendp_lite as dp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import SCALE, ReleaseRequest
@@ -223,15 +223,35 @@ def comparison_margin(noise_kind: str, noise_scale: float, confidence: float = 0
     """The `confidence` quantile of the difference of two independent noise draws: a
     comparison whose noisy gap clears it is wrong for the true sketch with probability
     at most 1 − confidence (one-sided)."""
-    from scipy import optimize, stats
+    # Pure Python (the standard library's normal quantile, a bisection for the Laplace
+    # difference): importing scipy.stats / scipy.optimize for two numbers was ~1 s of every
+    # release's start-up (docs/PERFORMANCE.md).
+    from statistics import NormalDist
 
     if noise_scale <= 0:
         return 0.0
     if noise_kind == "gaussian":
-        return float(stats.norm.ppf(confidence) * noise_scale * math.sqrt(2))
+        return float(NormalDist().inv_cdf(confidence) * noise_scale * math.sqrt(2))
     tail = 1 - confidence  # P(X − Y > t) = (2 + t/b) e^{−t/b} / 4 for X, Y ~ Lap(b)
-    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail
-    return float(optimize.brentq(f, 0.0, 100.0) * noise_scale)
+    f = lambda u: (2 + u) * math.exp(-u) / 4 - tail  # decreasing in u ≥ 0
+    return float(_root_decreasing(f, 0.0, 100.0) * noise_scale)
+
+
+def _root_decreasing(f, lo: float, hi: float) -> float:
+    """The root of a decreasing f on [lo, hi] (f(lo) ≥ 0 ≥ f(hi)) to the last bit: bisection
+    until the bracket stops shrinking."""
+    if f(lo) <= 0:
+        return lo
+    if f(hi) >= 0:
+        return hi
+    while True:
+        mid = (lo + hi) / 2
+        if mid <= lo or mid >= hi:
+            return lo if abs(f(lo)) <= abs(f(hi)) else hi
+        if f(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
 
 
 def interval_half_width(mechanism: Mechanism, confidence: float) -> float:

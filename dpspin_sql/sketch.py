@@ -13,9 +13,10 @@ catalog; it never trusts a flag or a count).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -179,6 +180,13 @@ def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds
                   n_records=facts.n_records, n_users=facts.n_units)
 
 
+# Users per chunk of the user-level store query (run_sketch): each chunk's per-(user, atom)
+# hash table holds about this many users' rows, so the peak memory stays a fraction of the
+# whole split's. DPSPIN_CHUNK_USERS overrides it (tests use tiny chunks).
+CHUNK_USERS = 1 << 17
+_SENTINELS = (8_071_903_316_041, 8_071_903_316_042)   # no INTEGER key is either
+
+
 def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None) -> Sketch:
     """The enforced sketch of a DuckDB store's target split and dictionary (with a DP
     statement's audited `filters`, if any). n_records / n_users are those of the whole
@@ -186,16 +194,92 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
 
     The store query's fast path is on only where the catalog proves it sound
     (`canonical_facts`) and no filter reads assignment columns (such a filter must see
-    every row before any bound is imposed, so every record takes the full enforcement)."""
+    every row before any bound is imposed, so every record takes the full enforcement).
+    Everything is read in one transaction (one snapshot): the facts, the flags the query
+    is specialised on (`store_plan`), and every chunk of the query."""
     from dpspin_sql.sql.transpile import sketch_sql
 
-    facts_c = canonical_facts(con)
-    facts = target_facts(con, bounds.unit, keyed=facts_c.keyed)
-    flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
-             "keyed": facts_c.keyed}
-    sql = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
-    rows = execute_sketch(con, sql, bounds.params(), settings, "the sketch query failed on this store")
-    return assemble(facts, rows, bounds)
+    with snapshot(con):
+        facts_c = canonical_facts(con)
+        facts = target_facts(con, bounds.unit, keyed=facts_c.keyed)
+        flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
+                 "keyed": facts_c.keyed}
+        chunks = store_plan(con, bounds.unit, flags)
+        total: dict[int, int] = {}
+        report = getattr(settings, "progress", None)
+        # rendered once (sqlglot takes ~0.2 s a query); each chunk's bounds replace two
+        # sentinel literals that occur exactly once each
+        marks = {"lo": _SENTINELS[0], "hi": _SENTINELS[1]} if chunks[0] else {}
+        template = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False,
+                              store_flags=flags | ({"chunked": True} | marks if marks else {}))
+        if marks and any(template.count(str(v)) != 1 for v in marks.values()):
+            raise AssertionError("the chunk bounds of the store query are not where they belong")
+        for i, chunk in enumerate(chunks):
+            sql = template
+            for name, mark in marks.items():
+                sql = sql.replace(str(mark), str(int(chunk[name])))
+            part = _chunk_settings(settings, report, i, len(chunks))
+            for atom_id, mass in execute_sketch(con, sql, bounds.params(), part,
+                                                "the sketch query failed on this store"):
+                total[int(atom_id)] = total.get(int(atom_id), 0) + int(mass)   # exact: Python integers
+    return assemble(facts, sorted(total.items()), bounds)
+
+
+def store_plan(con: Any, unit: str, flags: dict) -> list[dict]:
+    """The flags that specialise the store query (queries/sketch_store_*.sql), read in the
+    caller's transaction, and its chunks: [{}] (one query) or one {chunked, lo, hi} per range
+    of user keys. They change how the result is computed, never what it is: `raw` false
+    only when `assignments` has no rows; chunks only at user level on a keyed store whose
+    target records all have a key (so no user spans two chunks)."""
+    raw = bool(first_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
+    flags["raw"] = raw
+    if unit != "user" or not flags.get("keyed"):
+        return [{}]
+    unkeyed, low, top = first_row(con.execute(
+        "SELECT (SELECT count(*) FROM records WHERE split = 'target' AND user_key IS NULL), "
+        "min(user_key), max(user_key) FROM users"))
+    flags["all_keyed"] = unkeyed == 0
+    size = _chunk_users()
+    if unkeyed or top is None or top - low < size:
+        return [{}]
+    return [{"chunked": True, "lo": lo, "hi": lo + size} for lo in range(int(low), int(top) + 1, size)]
+
+
+def _chunk_users() -> int:
+    import os
+
+    try:
+        return max(int(os.environ.get("DPSPIN_CHUNK_USERS", CHUNK_USERS)), 1)
+    except ValueError:
+        return CHUNK_USERS
+
+
+def _chunk_settings(settings: Any, report: Any, i: int, n: int) -> Any:
+    """The engine settings for chunk i of n: progress reported as the share of all chunks."""
+    if report is None or n == 1:
+        return settings
+    from dataclasses import replace
+
+    return replace(settings, progress=lambda done: report((i + min(max(done, 0.0), 1.0)) / n))
+
+
+@contextmanager
+def snapshot(con: Any) -> Iterator[Any]:
+    """One read snapshot for the sketch's queries: a transaction of its own, or the
+    caller's when one is open (DuckDB refuses a nested BEGIN)."""
+    import duckdb
+
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        yield con
+        return
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str) -> list[tuple]:

@@ -16,8 +16,10 @@
 -- through the enforcement of sketch_record.sql, unchanged from `positive` on, over its
 -- logical rows; statement filters on assignment columns are applied in `cleaned`, where
 -- those rows are first read (run.py sets $canonical false then, so that every row passes
--- through the filter).
-WITH target AS (
+-- through the filter). $raw says the `assignments` table has rows (read in the same
+-- transaction, sketch.run_sketch): without any, no record has raw rows, and the fast test
+-- reads no record id (the target records' strings are read only for the slow ones).
+WITH target AS NOT MATERIALIZED (
     SELECT record_id, atom_ids, masses FROM records WHERE split = 'target'
 ),
 raw_records AS (
@@ -25,10 +27,9 @@ raw_records AS (
 ),
 flagged AS NOT MATERIALIZED (
     SELECT t.record_id, t.atom_ids, t.masses,
-           COALESCE($canonical AND len(t.atom_ids) <= $K AND len(t.masses) <= $K AND x.record_id IS NULL,
-                    FALSE) AS fast
+           COALESCE($canonical AND len(t.atom_ids) <= $K AND len(t.masses) <= $K
+                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records)), FALSE) AS fast
     FROM target AS t
-    LEFT JOIN raw_records AS x ON x.record_id = t.record_id
 ),
 fast_vectors AS (
     SELECT record_id, atom_id, v

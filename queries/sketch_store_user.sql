@@ -9,8 +9,18 @@
 -- user; a user the store does not know has no keyed record at all (the foreign key), and
 -- is grouped by user_id in `named_*`. So every user is exactly one group, whatever mix of
 -- fast, slow, keyed and unkeyed records it has.
-WITH target AS (
-    SELECT record_id, user_id, user_key, atom_ids, masses FROM records WHERE split = 'target'
+--
+-- What the engine binds besides the bounds (sketch.run_sketch, all read in one transaction):
+-- $raw: the `assignments` table has rows (when it has none, no record can have raw rows and
+-- the fast test needs no record id at all); $chunked with [$lo, $hi): the query covers the
+-- users whose keys are in that range, and the engine adds up the chunks' masses (only when
+-- every target record has a key: then each user is wholly inside one chunk, and the sum over
+-- chunks of each chunk's Σ_u Clip_B is the Σ_u Clip_B of the whole split, exactly, in
+-- integers; a chunk's hash tables are a fraction of the whole's: the memory bound);
+-- $all_keyed: every target record has a key, so no slow record looks its key up in `users`.
+WITH target AS NOT MATERIALIZED (
+    SELECT record_id, user_id, user_key, atom_ids, masses FROM records
+    WHERE split = 'target' AND (NOT $chunked OR (user_key >= $lo AND user_key < $hi))
 ),
 raw_records AS (
     SELECT DISTINCT record_id FROM assignments WHERE record_id IS NOT NULL
@@ -18,9 +28,9 @@ raw_records AS (
 flagged AS NOT MATERIALIZED (
     SELECT t.record_id, t.user_id, t.user_key, t.atom_ids, t.masses,
            COALESCE($canonical AND $keyed AND t.user_key IS NOT NULL AND len(t.atom_ids) <= $K
-                    AND len(t.masses) <= $K AND x.record_id IS NULL, FALSE) AS fast
+                    AND len(t.masses) <= $K
+                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records)), FALSE) AS fast
     FROM target AS t
-    LEFT JOIN raw_records AS x ON x.record_id = t.record_id
 ),
 fast_vectors AS (
     SELECT user_key, atom_id, v
@@ -31,7 +41,7 @@ slow AS (
     SELECT f.record_id, f.user_id, CASE WHEN $keyed THEN COALESCE(f.user_key, u.user_key) END AS user_key,
            f.atom_ids, f.masses
     FROM flagged AS f
-    LEFT JOIN users AS u ON u.user_id = f.user_id
+    LEFT JOIN (SELECT user_id, user_key FROM users WHERE NOT $all_keyed) AS u ON u.user_id = f.user_id
     WHERE NOT f.fast
 ),
 cleaned AS (

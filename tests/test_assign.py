@@ -72,7 +72,7 @@ def test_assign_writes_bounded_rows_and_saves_the_scorer(tmp_path, scorer):
     con = fitted_store(tmp_path)
     report = assign.assign(con, scorer, K=2, batch_size=7)
     assert report.n_records == 6 * 4 - 3 + 1 and report.n_assigned + report.n_unassigned == report.n_records
-    rows = con.execute("SELECT record_id, atom_id, weight FROM assignments").fetchall()
+    rows = con.execute("SELECT record_id, atom_id, weight FROM assignment_rows").fetchall()
     per: dict[str, list] = {}
     for rid, aid, w in rows:
         per.setdefault(rid, []).append((aid, w))
@@ -90,7 +90,7 @@ def test_unscored_records_are_counted(tmp_path):
     con = fitted_store(tmp_path)
     report = assign.assign(con, "keyword", K=3)
     assert report.n_unassigned >= 1
-    assert con.execute("SELECT count(*) FROM assignments WHERE record_id = 'blank'").fetchall()[0][0] == 0
+    assert con.execute("SELECT count(*) FROM assignment_rows WHERE record_id = 'blank'").fetchall()[0][0] == 0
 
 
 NEEDS_MODEL = pytest.mark.skipif(embed.available() is not None,

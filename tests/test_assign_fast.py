@@ -213,11 +213,17 @@ def test_assign_writes_exactly_the_scorer_rows(tmp_path):
     builders.build(con, "metadata", fields=FIELDS, m=10)
     sc = assign.fit_scorer(con, "similarity")
     assign.assign(con, sc, K=3, batch_size=5)
-    got = con.execute("SELECT record_id, atom_id, weight FROM assignments ORDER BY record_id, weight DESC, atom_id").fetchall()
+    # the store keeps them as canonical vectors: each weight in the sketch's fixed point
+    # (floor(w * 2^24) / 2^24, exact in DOUBLE), the logical rows in the assignment_rows view
+    got = con.execute("SELECT record_id, atom_id, weight FROM assignment_rows "
+                      "ORDER BY record_id, weight DESC, atom_id").fetchall()
     recs = con.execute("SELECT record_id, text FROM records WHERE split IN ('target','excluded') ORDER BY record_id").fetchall()
-    want = sorted(((rid, a, w) for (rid, _), kept in zip(recs, sc.score_top_k([t for _, t in recs], 3)) for a, w in kept),
+    fix = float(1 << 24)
+    want = sorted(((rid, a, math.floor(min(w, 1.0) * fix) / fix)
+                   for (rid, _), kept in zip(recs, sc.score_top_k([t for _, t in recs], 3)) for a, w in kept),
                   key=lambda r: (r[0], -r[2], r[1]))
     assert got == want
+    assert con.execute("SELECT count(*) FROM assignments").fetchone()[0] == 0     # none needed raw rows
 
 
 # --- renormalisation ----------------------------------------------------------------------
@@ -274,13 +280,13 @@ def test_renormalise_option_through_assign(tmp_path):
     con = make_store(tmp_path, cfpb_like(12) + cfpb_like(6, split="target", start=5000))
     builders.build(con, "metadata", fields=FIELDS, m=10)
     assign.assign(con, "supervised", K=3)
-    full = con.execute("SELECT sum(weight) FROM assignments").fetchone()[0]
-    n = con.execute("SELECT count(DISTINCT record_id) FROM assignments").fetchone()[0]
-    assert full == pytest.approx(n, abs=1e-6)
+    full = con.execute("SELECT sum(weight) FROM assignment_rows").fetchone()[0]
+    n = con.execute("SELECT count(DISTINCT record_id) FROM assignment_rows").fetchone()[0]
+    assert n > 0 and full == pytest.approx(n, abs=n * 3 / 2**24 + 1e-9)    # each weight floored to 2^-24
     assert assign.load_scorer(con).renormalise is True
     assign.assign(con, "supervised", K=3, renormalise=False)
     assert assign.load_scorer(con).renormalise is False
-    assert con.execute("SELECT sum(weight) FROM assignments").fetchone()[0] < full
+    assert con.execute("SELECT sum(weight) FROM assignment_rows").fetchone()[0] < full
     with pytest.raises(Exception, match="renormalise"):
         assign.fit_scorer(con, "keyword", renormalise="yes")
 

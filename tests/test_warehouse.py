@@ -33,11 +33,13 @@ def db(template, tmp_path) -> Path:
 
 
 def make_warehouse(db: Path, path: Path) -> Path:
-    """A plain DuckDB database holding copies of the store's records, assignments, atoms."""
+    """A plain DuckDB database holding copies of the store's records, assignments, atoms: the
+    store's logical rows (its canonical vectors as assignment rows, the assignment_rows view),
+    as a curator exports them to a warehouse."""
     wh = duckdb.connect(str(path))
     wh.execute(f"ATTACH '{db}' AS s (READ_ONLY)")
-    for table in ("records", "assignments", "atoms"):
-        wh.execute(f"CREATE TABLE {table} AS SELECT * FROM s.{table}")
+    for table, source in (("records", "records"), ("assignments", "assignment_rows"), ("atoms", "atoms")):
+        wh.execute(f"CREATE TABLE {table} AS SELECT * FROM s.{source}")
     wh.execute("DETACH s")
     wh.close()
     return path

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -56,6 +57,26 @@ def release(db: Path = DB,
                 None, "--max-units", rich_help_panel="Two-phase warehouse release",
                 help="Public upper bound on the protected units (records or users) in the warehouse: the "
                      "vector's total must fit it."),
+            assignments: Optional[Path] = typer.Option(
+                None, "--assignments", rich_help_panel="Sources and engine",
+                help="Release straight from an assignments file (Parquet or CSV: record_id, atom_id, weight "
+                     "[, user_id]) instead of the store's; the atoms, dictionary and ledger stay the store's, "
+                     "and every row is enforced as if it were in the store."),
+            records: Optional[Path] = typer.Option(
+                None, "--records", rich_help_panel="Sources and engine",
+                help="With --assignments: the records file (record_id [, user_id] [, split]) that says which "
+                     "records are the target and each record's user."),
+            memory_limit: Optional[str] = typer.Option(
+                None, "--memory-limit", rich_help_panel="Sources and engine",
+                help="DuckDB memory limit for the sketch query, e.g. 4GB: past it DuckDB spills to "
+                     "--temp-directory (default: DPSPIN_MEMORY_LIMIT, else DuckDB's own)."),
+            temp_directory: Optional[Path] = typer.Option(
+                None, "--temp-directory", rich_help_panel="Sources and engine",
+                help="Where DuckDB spills (default: DPSPIN_TEMP_DIRECTORY, else DuckDB's own)."),
+            progress: Optional[bool] = typer.Option(
+                None, "--progress/--no-progress", rich_help_panel="Sources and engine",
+                help="Show the sketch query's progress on stderr (default: when stderr is a terminal; "
+                     "--progress writes a line per step to a log too)."),
             dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget to charge."),
             out_path: Path = typer.Option(..., "--out", help="Where to write the plan (private_plan.json)."),
             force: bool = typer.Option(False, "--force/--no-force", help="Replace an existing plan at --out."),
@@ -73,6 +94,13 @@ def release(db: Path = DB,
              "--comparison-margin": comparison_margin, "--confidence": confidence}
     two_phase = {"--statement": statement, "--dialect": dialect, "--format": result_format,
                  "--max-units": max_units}
+    engine_flags = {"--assignments": assignments, "--records": records, "--memory-limit": memory_limit,
+                    "--temp-directory": temp_directory, "--progress": progress}
+    if from_sketch is not None and any(v is not None for v in engine_flags.values()):
+        name = next(k for k, v in engine_flags.items() if v is not None)
+        raise BadInput(f"{name} is for a sketch computed here; with --from-sketch the warehouse computed it")
+    if records is not None and assignments is None:
+        raise BadInput("--records goes with --assignments (a release straight from files)")
     if from_sketch is not None:
         given = [name for name, value in flags.items() if value is not None]
         if given:
@@ -104,10 +132,51 @@ def release(db: Path = DB,
                              selection_fraction=selection_fraction, calibration=calibration,
                              public_denominator=public_denominator, comparison_margin=comparison_margin,
                              **{k: v for k, v in chosen.items() if v is not None})
+    from dpspin_sql.engines.duckdb import DuckDBEngine
+    from dpspin_sql.engines.settings import EngineSettings
+
     con = store.connect(db)
-    outputs = Outputs(store=db, force=force)
-    plan = run_release(con, request, out=out_path, outputs=outputs, dataset=dataset)
+    inputs = [p for p in (assignments, records) if p is not None]
+    outputs = Outputs(inputs=inputs, store=db, force=force) if inputs else Outputs(store=db, force=force)
+    with sketch_progress(progress, quiet) as report:
+        settings = EngineSettings.from_env(memory_limit=memory_limit, progress=report,
+                                           temp_directory=str(temp_directory) if temp_directory else None)
+        source = None
+        if assignments is not None:
+            from dpspin_sql.source import files
+
+            source = files(con, assignments, records)
+        engine = DuckDBEngine(source=source, settings=settings)
+        plan = run_release(con, request, engine, out=out_path, outputs=outputs, dataset=dataset)
     _report(con, plan, request, out_path, dataset, quiet)
+
+
+@contextmanager
+def sketch_progress(wanted: Optional[bool], quiet: bool):
+    """The sketch query's progress on stderr: a bar on a terminal (unless --no-progress or
+    --quiet), a line per 10% with --progress elsewhere; None when off."""
+    import sys
+    import time
+
+    from dpspin_sql.cli.common import progress_bar
+
+    if wanted is False or (wanted is None and (quiet or not sys.stderr.isatty())):
+        yield None
+        return
+    if sys.stderr.isatty():
+        with progress_bar() as bar:
+            task = bar.add_task("sketch", total=100)
+            yield lambda done: bar.update(task, completed=round(100 * done))
+        return
+    start, said = time.monotonic(), [-1]
+
+    def line(done: float) -> None:
+        step = int(done * 10)
+        if step > said[0]:
+            said[0] = step
+            print(f"sketch {10 * step}% ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    yield line
 
 
 def _report(con, plan, request, out_path: Path, dataset: str, quiet: bool) -> None:

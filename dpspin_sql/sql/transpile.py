@@ -83,9 +83,60 @@ def bind(tree: exp.Expression, values: dict[str, int | bool]) -> exp.Expression:
     return tree
 
 
-def _bind_flags(tree: exp.Expression, flags: dict[str, bool]) -> exp.Expression:
-    return tree.transform(lambda n: (exp.true() if flags[n.name] else exp.false())
+def _bind_flags(tree: exp.Expression, flags: dict[str, bool | int]) -> exp.Expression:
+    def literal(value: bool | int) -> exp.Expression:
+        if isinstance(value, bool):
+            return exp.true() if value else exp.false()
+        return exp.Literal.number(int(value))
+
+    tree = tree.transform(lambda n: literal(flags[n.name])
                           if isinstance(n, exp.Placeholder) and n.name in flags else n)
+    return fold_constants(tree)
+
+
+def fold_constants(tree: exp.Expression) -> exp.Expression:
+    """Fold NOT / AND / OR over the TRUE and FALSE literals the flags became, so that a branch
+    a flag turns off is not in the query DuckDB plans (it plans a subquery before it folds
+    constants: `NOT FALSE OR x NOT IN (SELECT ...)` would still read x for every row).
+    Exact in SQL's three-valued logic: TRUE OR x = TRUE, FALSE AND x = FALSE, TRUE AND x = x,
+    FALSE OR x = x, whatever x is (NULL included)."""
+    def value(node: exp.Expression) -> bool | None:
+        while isinstance(node, exp.Paren):
+            node = node.this
+        return node.this if isinstance(node, exp.Boolean) else None
+
+    def fold(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Not) and value(node.this) is not None:
+            return exp.false() if value(node.this) else exp.true()
+        if isinstance(node, (exp.And, exp.Or)):
+            absorbing = isinstance(node, exp.Or)          # TRUE absorbs OR, FALSE absorbs AND
+            left, right = value(node.left), value(node.right)
+            if absorbing in (left, right):
+                return exp.true() if absorbing else exp.false()
+            if left is not None:
+                return node.right
+            if right is not None:
+                return node.left
+        if isinstance(node, exp.Paren) and value(node) is not None:
+            return exp.true() if value(node) else exp.false()
+        return node
+
+    # bottom-up (children first), in place: a folded child can fold its parent
+    for node in list(tree.walk(bfs=False))[::-1]:
+        if isinstance(node, (exp.Not, exp.And, exp.Or, exp.Paren)):
+            folded = fold(node)
+            if folded is not node:
+                if node is tree:
+                    tree = folded
+                else:
+                    node.replace(folded)
+    return tree
+
+
+# The store query's flags (sketch.run_sketch) and the value each takes when not given: the
+# conservative one (raw rows may exist, one query over every user, keys looked up).
+STORE_FLAGS: dict[str, bool | int] = {"canonical": False, "keyed": False, "raw": True, "chunked": False,
+                                      "all_keyed": False, "lo": 0, "hi": 0}
 
 
 def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
@@ -142,9 +193,9 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
                store_flags: dict[str, bool] | None = None) -> str:
     """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`,
     over `source` (default: the store's tables); with `complete`, as the whole m-vector
-    (`full_vector`), as a warehouse runs it. `store_flags` ({"canonical": …, "keyed": …},
-    DuckDB only) asks for the DuckDB store query (queries/sketch_store_*.sql) instead of the
-    portable one; its flags are always bound as literals."""
+    (`full_vector`), as a warehouse runs it. `store_flags` ({"canonical": …, "keyed": …, …:
+    `STORE_FLAGS`}, DuckDB only) asks for the DuckDB store query (queries/sketch_store_*.sql)
+    instead of the portable one; its flags are always bound as literals."""
     if dialect not in DIALECTS:
         from dpspin_sql.errors import BadInput
 
@@ -157,8 +208,11 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
         tree = full_vector(tree)
     tree = inline_macros(tree)
     if store:
-        flags = {name: bool(store_flags.get(name, False)) for name in ("canonical", "keyed")}
-        tree = bind(tree, flags | bounds.params()) if bind_params else _bind_flags(tree, flags)
+        unknown = set(store_flags) - set(STORE_FLAGS)
+        if unknown:
+            raise ValueError(f"unknown store flags: {sorted(unknown)}")
+        flags = {name: type(default)(store_flags.get(name, default)) for name, default in STORE_FLAGS.items()}
+        tree = fold_constants(bind(tree, flags | bounds.params())) if bind_params else _bind_flags(tree, flags)
     elif bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)

@@ -88,7 +88,8 @@ def add_record(con, variant: dict, record_id: str = "X") -> None:
         "split": ["target"],
         "metadata": pa.array([metadata[1] if raw else metadata], type=pa.json_() if raw else pa.string())})
     con.register("x_row", table)
-    con.execute("INSERT INTO records SELECT record_id, user_id, text, split, metadata FROM x_row")
+    con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
+                "SELECT record_id, user_id, text, split, metadata FROM x_row")
     con.unregister("x_row")
     for atom_id, weight in variant.get("weights", [(0, 0.6), (3, 0.4)]):
         con.execute("INSERT INTO assignments VALUES (?, ?, ?)", [record_id, atom_id, weight])

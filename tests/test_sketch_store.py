@@ -1,0 +1,113 @@
+"""The DuckDB store query (queries/sketch_store_*.sql) on hostile stores: canonical vectors
+written by the project's own loader beside raw rows as given, keyed and unkeyed records,
+with and without raw rows at all, in one query or in chunks of user keys. Whatever the
+mix, the sketch is bit for bit the independent reference's on the store's logical rows
+(the rows as given, before the loader canonicalised any), and the same as the portable
+query's over the assignment_rows view.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpspin_sql import store
+from dpspin_sql.sketch import compute_sketch, store_plan
+from tests.helpers.core import install_atoms, new_store, put_records, reference_sketch
+from tests.test_sketch_bounds import ATOM_IDS, SETTINGS, hostile_tables
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory):
+    c = new_store(tmp_path_factory.mktemp("store") / "s.duckdb")
+    install_atoms(c, ATOM_IDS)
+    yield c
+    c.close()
+
+
+def load_mixed(con, records, rows, through_loader: set, keyed: set) -> None:
+    """Records with users keyed as `dpspin load` keys them (only those in `keyed`); the rows
+    of the records in `through_loader` go through store.write_assignments (canonical vectors
+    where they qualify, raw rows where not), every other row straight into `assignments`."""
+    put_records(con, records)
+    con.execute("DELETE FROM assignments")
+    con.execute("DELETE FROM users")
+    con.execute("INSERT INTO users SELECT row_number() OVER (ORDER BY u) - 1, u FROM "
+                "(SELECT DISTINCT user_id AS u FROM records WHERE user_id IS NOT NULL)")
+    con.execute("UPDATE records SET user_key = u.user_key FROM users AS u "
+                "WHERE records.user_id = u.user_id AND list_contains($k::VARCHAR[], records.record_id)",
+                {"k": sorted(keyed) or [""]})
+    store.mark_step(con, "assignments")
+    staged = [r for r in rows if r[0] in through_loader]
+    direct = [r for r in rows if r[0] not in through_loader]
+    if staged:
+        con.register("staging_assignments", {
+            "record_id": np.array([r[0] for r in staged], dtype=object),
+            "atom_id": np.array([r[1] for r in staged], dtype=object),
+            "weight": np.array([None if r[2] is None else float(r[2]) for r in staged], dtype=object)})
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE staging_assignments_t AS SELECT CAST(record_id AS VARCHAR) "
+                        "AS record_id, CAST(atom_id AS INTEGER) AS atom_id, CAST(weight AS DOUBLE) AS weight "
+                        "FROM staging_assignments")
+        finally:
+            con.unregister("staging_assignments")
+        con.execute("CREATE OR REPLACE TEMP VIEW staging_assignments AS SELECT * FROM staging_assignments_t")
+        store.write_assignments(con)
+        con.execute("DROP VIEW staging_assignments")
+    if direct:
+        con.execute("INSERT INTO assignments SELECT unnest($r::VARCHAR[]), unnest($a::INTEGER[]), "
+                    "unnest($w::DOUBLE[])", {"r": [r[0] for r in direct], "a": [r[1] for r in direct],
+                                             "w": [None if r[2] is None else float(r[2]) for r in direct]})
+
+
+@st.composite
+def mixed_stores(draw, unit: str):
+    records, rows, K, B = draw(hostile_tables(unit))
+    ids = [r[0] for r in records]
+    through = set(draw(st.lists(st.sampled_from(ids), unique=True))) if draw(st.booleans()) else set(ids)
+    keyed = set(ids) if draw(st.booleans()) else set(draw(st.lists(st.sampled_from(ids), unique=True)))
+    if draw(st.booleans()):        # only the loader's rows: no raw rows left for the records it took
+        rows = [r for r in rows if r[0] in through]
+    return records, rows, K, B, through, keyed, draw(st.sampled_from([1, 2, 3, 1 << 17]))
+
+
+@SETTINGS
+@given(data=mixed_stores("record"))
+def test_record_level_store_query_is_the_reference(con, data):
+    records, rows, K, _, through, keyed, _ = data
+    load_mixed(con, records, rows, through, keyed)
+    sk = compute_sketch(con, "record", K)
+    assert sk.mass.tolist() == reference_sketch(records, rows, ATOM_IDS, "record", K)
+
+
+@SETTINGS
+@given(data=mixed_stores("user"))
+def test_user_level_store_query_is_the_reference_in_any_chunks(con, data, monkeypatch_module):
+    records, rows, K, B, through, keyed, chunk = data
+    load_mixed(con, records, rows, through, keyed)
+    monkeypatch_module.setenv("DPSPIN_CHUNK_USERS", str(chunk))
+    sk = compute_sketch(con, "user", K, B)
+    assert sk.mass.tolist() == reference_sketch(records, rows, ATOM_IDS, "user", K, B)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_the_plan_chunks_only_a_fully_keyed_store(con, monkeypatch):
+    records = [(f"r{i}", f"u{i % 7}", "target") for i in range(30)]
+    rows = [(f"r{i}", ATOM_IDS[i % len(ATOM_IDS)], 0.5) for i in range(30)]
+    monkeypatch.setenv("DPSPIN_CHUNK_USERS", "2")
+    load_mixed(con, records, rows, {r[0] for r in records}, {r[0] for r in records})
+    flags = {"canonical": True, "keyed": True}
+    chunks = store_plan(con, "user", flags)
+    assert flags["raw"] is False and flags["all_keyed"] is True
+    assert [(c["lo"], c["hi"]) for c in chunks] == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    load_mixed(con, records, rows, {r[0] for r in records}, {r[0] for r in records[1:]})
+    flags = {"canonical": True, "keyed": True}
+    assert store_plan(con, "user", flags) == [{}] and flags["all_keyed"] is False
+    assert store_plan(con, "record", {"keyed": True}) == [{}]
