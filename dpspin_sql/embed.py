@@ -35,9 +35,9 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 
@@ -47,7 +47,7 @@ CATALOG = "dpspin"
 # the tables that make a database a dpspin store (queries/schema.sql)
 STORE_TABLES = ("records", "atoms", "assignments", "dictionary", "budget", "ledger", "ledger_head", "pipeline")
 _LOCK = threading.RLock()
-_SESSIONS: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
+_SESSIONS: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 
 __all__ = ["CATALOG", "install", "session", "installed", "resolve", "user_catalog"]
 
@@ -158,7 +158,7 @@ def user_catalog(con) -> str | None:
         cur.close()
 
 
-_NOT_INSTALLED = (f"this DuckDB connection has no dpspin store: call dpspin_sql.install(con, 'STORE.duckdb') "
+_NOT_INSTALLED = ("this DuckDB connection has no dpspin store: call dpspin_sql.install(con, 'STORE.duckdb') "
                   "first (it attaches the store as the catalog dpspin and adds nothing to your database), "
                   "or open a store with dpspin_sql.store.connect")
 

@@ -122,7 +122,7 @@ def test_installs_and_releases_from_many_threads(user_db, tmp_path):
         def go():
             try:
                 fn()
-            except BaseException as exc:   # noqa: BLE001 - reported below
+            except BaseException as exc:   # reported below
                 errors.append(exc)
         threads = [threading.Thread(target=go) for _ in range(8)]
         for t in threads:

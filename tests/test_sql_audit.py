@@ -35,7 +35,7 @@ REFUSALS = [
     ("DELETE FROM ledger", "only SELECT WITH DIFFERENTIAL_PRIVACY statements"),
     ("DROP TABLE ledger", "only SELECT WITH DIFFERENTIAL_PRIVACY statements"),
     (f"{EXAMPLE}; DELETE FROM ledger", "more than one statement"),
-    (f"SELECT /*+ parallel(4) */ atom_id FROM assignments", "no WITH DIFFERENTIAL_PRIVACY"),
+    ("SELECT /*+ parallel(4) */ atom_id FROM assignments", "no WITH DIFFERENTIAL_PRIVACY"),
     # exposing clauses
     (f"{EXAMPLE} ORDER BY atom_id", "ORDER BY exposes"),
     (f"{EXAMPLE} LIMIT 5", "LIMIT exposes"),

@@ -12,11 +12,10 @@ import duckdb
 import pytest
 import sqlglot
 
-from tests.helpers import sql_fuzz as sql_fuzz
 from dpspin_sql.errors import AuditRefusal, BadInput
-from dpspin_sql.sql import audit_statement
-from dpspin_sql.sql import totality
+from dpspin_sql.sql import audit_statement, totality
 from dpspin_sql.sql.dialect import DPSpin
+from tests.helpers import sql_fuzz as sql_fuzz
 
 SECRET = "my secret complaint about a refund"
 DP = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1e-9, mechanism = 'laplace', top = 3) atom_id, "
@@ -306,7 +305,7 @@ def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory):
     spark = get_session("local[2]")
     try:
         report, ran = sql_fuzz.Report(), 0
-        for sql, audited in sql_fuzz.statements(99, report, ("laplace",)):
+        for _sql, audited in sql_fuzz.statements(99, report, ("laplace",)):
             if ran == 6:
                 break
             if audited is None:
