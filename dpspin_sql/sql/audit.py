@@ -62,8 +62,8 @@ class Audited:
 
     options: DPOptions
     request: ReleaseRequest
-    records_filter: exp.Expression | None       # columns unqualified, over `records`
-    assignments_filter: exp.Expression | None   # columns unqualified, over `assignments`
+    records_filter: exp.Expr | None       # columns unqualified, over `records`
+    assignments_filter: exp.Expr | None   # columns unqualified, over `assignments`
     statement: exp.Select
     source: SketchSource = field(default=STORE)  # the store's tables, or the user's own (sql/own.py)
     filter_types: tuple[tuple[str, str], ...] | None = None   # the filters' column types (own relations)
@@ -94,14 +94,14 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
     return audit(statement, con, user_catalog=user_catalog, files_root=files_root)
 
 
-def audit(statement: exp.Expression, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
     try:
         return _audit(statement, con, user_catalog, files_root)
     except RecursionError:  # parse() bounds the depth; this is the last line of defence
         raise BadInput("the SQL statement is nested too deeply to audit") from None
 
 
-def _audit(statement: exp.Expression, con=None, user_catalog=None, files_root=None) -> Audited:
+def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None) -> Audited:
     select = _check_root(statement)
     if con is not None:
         from dpspin_sql.sql import own
@@ -124,7 +124,7 @@ def _audit(statement: exp.Expression, con=None, user_catalog=None, files_root=No
 
 # -- statement and clauses ---------------------------------------------------------------
 
-def _check_root(statement: exp.Expression) -> exp.Select:
+def _check_root(statement: exp.Expr) -> exp.Select:
     if isinstance(statement, exp.SetOperation):
         refuse(f"{statement.key.upper()}: a DP statement is one SELECT; a set operation could append "
                "rows the plan does not account for", statement.expression)
@@ -155,7 +155,7 @@ def _check_root(statement: exp.Expression) -> exp.Select:
     return statement
 
 
-def _strip_comments(node: exp.Expression) -> None:
+def _strip_comments(node: exp.Expr) -> None:
     """Comments never reach generated SQL (a comment can hold `*/`)."""
     for sub in node.walk():
         sub.comments = None
@@ -174,7 +174,7 @@ class _Scope:
         for join in joins:
             self._join(join)
 
-    def _table(self, table: exp.Expression, expected: str, where: str) -> None:
+    def _table(self, table: exp.Expr, expected: str, where: str) -> None:
         if isinstance(table, (exp.Subquery, exp.Select)):
             refuse(f"a subquery in {where}; a DP statement reads the tables {ASSIGNMENTS} and {RECORDS} only",
                    table)
@@ -270,7 +270,7 @@ def _check_projections(select: exp.Select, scope: _Scope) -> None:
                if select.expressions else select)
 
 
-def _refuse_projection(item: exp.Expression, node: exp.Expression) -> None:
+def _refuse_projection(item: exp.Expr, node: exp.Expr) -> None:
     if isinstance(node, exp.Window):
         refuse("a window function in the projection; the only aggregate is DPSPIN_MASS(weight)", item)
     if node.find(exp.Subquery, exp.Select, exp.Exists):
@@ -299,7 +299,7 @@ def _check_group(select: exp.Select, scope: _Scope) -> None:
         refuse("GROUP BY must be atom_id alone; grouping by anything else releases other groups", key)
 
 
-def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expression | None, exp.Expression | None]:
+def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expr | None, exp.Expr | None]:
     where = select.args.get("where")
     if where is None:
         return None, None
@@ -338,7 +338,7 @@ def _check_where_nodes(where: exp.Where) -> None:
             refuse("parameters are not allowed in WHERE", node)
 
 
-def _conjoin(terms: list[exp.Expression]) -> exp.Expression | None:
+def _conjoin(terms: list[exp.Expr]) -> exp.Expr | None:
     if not terms:
         return None
     return exp.and_(*terms, copy=False) if len(terms) > 1 else terms[0]

@@ -11,7 +11,9 @@ contain is decided by `audit.py`, not here. The grammar is in docs/SQL.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import ClassVar
 
 import sqlglot
 from sqlglot import exp
@@ -52,19 +54,20 @@ def quiet():
 class DifferentialPrivacy(exp.Expression):
     """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`; expressions are Property nodes."""
 
-    arg_types = {"expressions": False}
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": False}
 
 
 class DpspinMass(exp.Expression, exp.AggFunc):
     """`DPSPIN_MASS(weight)`: the enforced, clipped fixed-point sketch mass of an atom."""
 
-    arg_types = {"this": True}
-    _sql_names = ["DPSPIN_MASS"]
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+    _sql_names: ClassVar[list[str]] = ["DPSPIN_MASS"]
 
 
 class DPSpin(DuckDB):
-    class Parser(DuckDB.Parser):
-        FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, "DPSPIN_MASS": DpspinMass.from_arg_list}
+    # sqlglot declares DuckDB.Parser and DuckDB.Generator as class attributes (variables to mypy)
+    class Parser(DuckDB.Parser):  # type: ignore[misc,valid-type]
+        FUNCTIONS: ClassVar[dict[str, Callable]] = {**DuckDB.Parser.FUNCTIONS, "DPSPIN_MASS": DpspinMass.from_arg_list}
 
         def _parse_hint(self):
             if (self._curr and self._curr.token_type == TokenType.WITH and self._next
@@ -89,8 +92,8 @@ class DPSpin(DuckDB):
                 return None
             return self.expression(exp.Property(this=exp.var(name.name.lower()), value=value))
 
-    class Generator(DuckDB.Generator):
-        TRANSFORMS = {
+    class Generator(DuckDB.Generator):  # type: ignore[misc,valid-type]
+        TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
             **DuckDB.Generator.TRANSFORMS,
             DifferentialPrivacy: lambda self, e: self.differentialprivacy_sql(e),
         }
@@ -101,7 +104,7 @@ class DPSpin(DuckDB):
             return f" WITH DIFFERENTIAL_PRIVACY OPTIONS ({options})"
 
 
-def parse(sql: str) -> exp.Expression:
+def parse(sql: str) -> exp.Expr:
     """Parse exactly one DP-SPIN statement; anything unparseable is BadInput (exit 2)."""
     if not sql or not sql.strip():
         raise BadInput("empty SQL statement")
@@ -113,17 +116,17 @@ def parse(sql: str) -> exp.Expression:
         raise BadInput(f"cannot parse the SQL statement: {_first_error(exc)}") from None
     except RecursionError:
         raise BadInput("cannot parse the SQL statement: it is nested too deeply") from None
-    statements = [s for s in statements if s is not None]
-    if not statements:
+    parsed = [s for s in statements if s is not None]
+    if not parsed:
         raise BadInput("empty SQL statement")
-    for statement in statements:
+    for statement in parsed:
         if tree_depth(statement) > MAX_TREE_DEPTH:
             raise BadInput(f"the SQL statement is nested more than {MAX_TREE_DEPTH} levels deep")
-    if isinstance(statements[0], _BARE_EXPRESSIONS):
+    if isinstance(parsed[0], _BARE_EXPRESSIONS):
         raise BadInput(f"not a SQL statement: {_snippet(sql)}")
-    if len(statements) > 1:
-        raise MoreThanOneStatement(statements)
-    return statements[0]
+    if len(parsed) > 1:
+        raise MoreThanOneStatement(parsed)
+    return parsed[0]
 
 
 def _check_shape(sql: str) -> None:
@@ -152,7 +155,7 @@ def _check_shape(sql: str) -> None:
         raise BadInput(f"the SQL statement nests brackets {deepest} deep, more than {MAX_BRACKET_DEPTH}")
 
 
-def tree_depth(node: exp.Expression) -> int:
+def tree_depth(node: exp.Expr) -> int:
     """Nesting depth of a syntax tree, computed without recursion. A chain of the same AND/OR
     (a OR b OR c ...) counts as one level: sqlglot and the audit walk such chains iteratively."""
     best, stack = 0, [(node, 1)]

@@ -8,21 +8,20 @@ from sqlglot import exp
 from dpspin_sql.errors import AuditRefusal
 
 
-def position(node: exp.Expression | None) -> tuple[int, int] | None:
+def position(node: exp.Expr | None) -> tuple[int, int] | None:
     """(line, col) of the first token of `node` that the parser placed, if any."""
     if node is None:
         return None
     best = None
     for sub in node.walk():
         meta = sub.meta if hasattr(sub, "_meta") and sub._meta else None
-        if meta and "line" in meta and "start" in meta:
-            if best is None or meta["start"] < best[2]:
-                col = meta["col"] - (meta.get("end", meta["start"]) - meta["start"])
-                best = (meta["line"], max(col, 1), meta["start"])
+        if meta and "line" in meta and "start" in meta and (best is None or meta["start"] < best[2]):
+            col = meta["col"] - (meta.get("end", meta["start"]) - meta["start"])
+            best = (meta["line"], max(col, 1), meta["start"])
     return (best[0], best[1]) if best else None
 
 
-def snippet(node: exp.Expression, limit: int = 80) -> str:
+def snippet(node: exp.Expr, limit: int = 80) -> str:
     from dpspin_sql.sql.dialect import DPSpin, quiet
 
     try:
@@ -34,7 +33,7 @@ def snippet(node: exp.Expression, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def refuse(reason: str, node: exp.Expression | None) -> NoReturn:
+def refuse(reason: str, node: exp.Expr | None) -> NoReturn:
     """Raise the one-line refusal: `SQL audit refused: <reason> [at line L, col C: <sql>]`."""
     where = ""
     if node is not None:

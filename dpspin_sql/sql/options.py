@@ -9,6 +9,7 @@ come back by field and are refused pointing at the option that set it (exit 1).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 from sqlglot import exp
 
@@ -48,13 +49,13 @@ class DPOptions:
     """The validated options; `values` holds only what the statement set (release defaults fill the rest)."""
 
     values: dict[str, object] = field(default_factory=dict)
-    nodes: dict[str, exp.Expression] = field(default_factory=dict)
+    nodes: dict[str, exp.Expr] = field(default_factory=dict)
 
     def get(self, name: str, default=None):
         return self.values.get(name, default)
 
 
-def read_options(clause: exp.Expression) -> DPOptions:
+def read_options(clause: exp.Expr) -> DPOptions:
     """Type- and range-check every option of a DifferentialPrivacy clause (not privacy_unit_column's target)."""
     opts = DPOptions()
     for prop in clause.expressions:
@@ -71,16 +72,15 @@ def read_options(clause: exp.Expression) -> DPOptions:
     return opts
 
 
-def _value(spec: Option, value: exp.Expression, prop: exp.Expression):
+def _value(spec: Option, value: exp.Expr, prop: exp.Expr):
     if spec.kind in ("number", "integer"):
         number = _number(value)
         if number is None:
             refuse(f"option {spec.name} must be a number literal", prop)
-        if spec.kind == "integer":
-            if isinstance(number, float):
-                if not number.is_integer():
-                    refuse(f"option {spec.name} must be an integer", prop)
-                number = int(number)
+        if spec.kind == "integer" and isinstance(number, float):
+            if not number.is_integer():
+                refuse(f"option {spec.name} must be an integer", prop)
+            number = int(number)
         return number
     if spec.kind == "choice":
         if isinstance(value, exp.Literal) and value.is_string:
@@ -100,7 +100,7 @@ def _value(spec: Option, value: exp.Expression, prop: exp.Expression):
     return value
 
 
-def _number(value: exp.Expression) -> int | float | None:
+def _number(value: exp.Expr) -> int | float | None:
     sign = 1
     while isinstance(value, (exp.Neg, exp.Paren)):
         if isinstance(value, exp.Neg):
@@ -126,9 +126,10 @@ def _check_required(opts: DPOptions) -> None:
 OPTION_OF = {o.release_name: o.name for o in OPTIONS.values() if o.kind != "column"}
 
 
-def to_request(opts: DPOptions, unit: str, clause: exp.Expression) -> ReleaseRequest:
+def to_request(opts: DPOptions, unit: str, clause: exp.Expr) -> ReleaseRequest:
     """The request the statement asks for; a request error is refused at its option."""
-    kwargs = {OPTIONS[name].release_name: value for name, value in opts.values.items()
+    # each value has its option's type (checked by _value); ReleaseRequest checks the ranges
+    kwargs: dict[str, Any] = {OPTIONS[name].release_name: value for name, value in opts.values.items()
               if OPTIONS[name].kind != "column"}
     try:
         return ReleaseRequest(unit=unit, **kwargs)
@@ -136,7 +137,7 @@ def to_request(opts: DPOptions, unit: str, clause: exp.Expression) -> ReleaseReq
         refuse_field(exc, opts, clause)
 
 
-def refuse_field(exc: RequestError, opts: DPOptions, clause: exp.Expression):
+def refuse_field(exc: RequestError, opts: DPOptions, clause: exp.Expr) -> NoReturn:
     """Refuse a request error at the option that set the field (or the whole clause)."""
     name = OPTION_OF.get(exc.field, exc.field)
     node = opts.nodes.get(name, clause)

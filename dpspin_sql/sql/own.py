@@ -120,7 +120,7 @@ class Catalog:
             "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND schema_name = ? "
             "AND table_name = ? ORDER BY column_index", [catalog, schema, name]).fetchall()]
 
-    def describe(self, scan: exp.Expression, path: Path, fmt: str) -> list[tuple[str, str]]:
+    def describe(self, scan: exp.Expr, path: Path, fmt: str) -> list[tuple[str, str]]:
         import duckdb
 
         try:
@@ -138,9 +138,9 @@ class Rel:
 
     qualifier: str
     label: str                          # for messages and the ledger: a table name or format:path
-    scan: exp.Expression                # the FROM item the projection reads
+    scan: exp.Expr                # the FROM item the projection reads
     columns: dict[str, tuple[str, str]]  # lower name -> (name, DuckDB type)
-    node: exp.Expression
+    node: exp.Expr
     table: str | None = None
     path: str | None = None
     format: str | None = None
@@ -154,7 +154,7 @@ class Rel:
         return exp.column(exp.to_identifier(self.columns[name][0], quoted=True), table=alias)
 
 
-def _relation(item: exp.Expression, cat: Catalog, where: str) -> Rel:
+def _relation(item: exp.Expr, cat: Catalog, where: str) -> Rel:
     if isinstance(item, (exp.Subquery, exp.Select)) or (isinstance(item, exp.Table) and isinstance(
             item.this, (exp.Subquery, exp.Select))):
         refuse(f"a subquery in {where}; a DP statement reads tables, views or read_parquet/read_csv files only",
@@ -181,7 +181,7 @@ def _relation(item: exp.Expression, cat: Catalog, where: str) -> Rel:
     return rel
 
 
-def _file(fn: exp.Expression, cat: Catalog, where: str) -> Rel:
+def _file(fn: exp.Expr, cat: Catalog, where: str) -> Rel:
     fmt = "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
     args = [v for k, v in fn.args.items() if v]
     literal = None
@@ -199,7 +199,7 @@ def _file(fn: exp.Expression, cat: Catalog, where: str) -> Rel:
         raise BadInput(f"{fmt} file not found: {literal}")
     text = exp.Literal.string(str(path))
     if fmt == "parquet":
-        scan: exp.Expression = exp.Anonymous(this="read_parquet", expressions=[text])
+        scan: exp.Expr = exp.Anonymous(this="read_parquet", expressions=[text])
     else:   # every column text: the types cannot depend on the rows; a malformed row is skipped
         delim = "\t" if str(path).lower().removesuffix(".gz").endswith(".tsv") else ","
         scan = exp.Anonymous(this="read_csv", expressions=[text] + [
@@ -235,7 +235,7 @@ def _table(item: exp.Table, cat: Catalog, where: str) -> Rel:
     c, s, n, is_view = found
     ref = exp.Table(this=exp.to_identifier(n, quoted=True), db=exp.to_identifier(s, quoted=True),
                     catalog=exp.to_identifier(c, quoted=True))
-    scan: exp.Expression = ref
+    scan: exp.Expr = ref
     if is_view:
         scan = exp.select("*").from_(ref).limit(VIEW_FENCE).subquery()
     columns = {cn.lower(): (cn, t) for cn, t in cat.columns(c, s, n)}
@@ -360,6 +360,7 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, che
     if n_atom != 1 or n_mass != 1:
         refuse("the projection must be exactly the atom column (the GROUP BY column) and DPSPIN_MASS(weight)",
                select.expressions[0] if select.expressions else select)
+    assert weight is not None   # n_mass == 1: the DPSPIN_MASS item set it
     A = atom[0]
     if weight[0] is not A:
         refuse("DPSPIN_MASS's weight and the atom must be columns of the same relation (the assignments-like "
@@ -401,7 +402,7 @@ def _keys_and_unit(options, scope: Scope, A: Rel, R: Rel | None, keys):
         if rid is not None and rid not in ((A, ka), (R, kr)):
             refuse("record_id_column must be the join key (the join names the record id)",
                    options.nodes["record_id_column"])
-        key_cols = ((A, ka), (R, kr))
+        key_cols: tuple[tuple[Rel | None, str | None], ...] = ((A, ka), (R, kr))
     else:
         ka = kr = None
         if rid is not None and rid[0] is not A:
@@ -479,17 +480,19 @@ class ProjectedRelation(Relation):
     select: exp.Select | None = None
 
     def relation(self, extra: dict[str, exp.Expression] | None = None) -> exp.Expression:
+        # the default only follows the base's defaulted fields: _projection always sets it
+        assert self.select is not None, "a ProjectedRelation is built with its select"
         sel = self.select.copy()
         for name, value in (extra or {}).items():
             sel = sel.select(exp.alias_(value, name), copy=False)
         return sel.subquery()
 
 
-def _varchar(node: exp.Expression) -> exp.Expression:
+def _varchar(node: exp.Expr) -> exp.Expr:
     return exp.Cast(this=node, to=exp.DataType.build("VARCHAR"))
 
 
-def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expression], unit_col: str | None,
+def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expr], unit_col: str | None,
                 label_atoms: str | None = None) -> ProjectedRelation:
     items = [exp.alias_(value, name) for name, value in roles.items()]
     for name, private in rel.used.items():
@@ -526,6 +529,7 @@ def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: s
     assignments = _projection(cat, A, a_roles, user[1] if unit_in_a else None, atom if kind == "text" else None)
     records = None
     if R is not None:
+        assert rid_r is not None   # R is the joined relation, and a join names its key
         r_roles = {"record_id": _varchar(R.col(rid_r))}
         if user is not None:
             r_roles["user_id"] = _varchar(R.col(user[1]))
@@ -556,7 +560,9 @@ class OwnEngine:
 
         atom_ids = dictionary_atoms(con)
         if bounds.unit == "user":
-            _, aux_without_user = first_row(con.execute(queries.load("aux_users")))
+            row = first_row(con.execute(queries.load("aux_users")))
+            assert row is not None   # counts with no GROUP BY: always one row
+            _, aux_without_user = row
             if aux_without_user:
                 raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
                                "release cannot tell whether their authors are among the protected users")

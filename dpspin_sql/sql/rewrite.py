@@ -39,8 +39,8 @@ class SketchFilters:
     sketch) and over `assignments` (which rows are read, before the clip). Columns are
     unqualified."""
 
-    records: exp.Expression | None = None
-    assignments: exp.Expression | None = None
+    records: exp.Expr | None = None
+    assignments: exp.Expr | None = None
     # the unqualified columns' types when the statement reads its own tables (sql/own.py):
     # ((name, type), ...); None: the store's columns
     types: tuple[tuple[str, str], ...] | None = None
@@ -55,7 +55,7 @@ class SketchFilters:
 
 @cache
 def _parsed(name: str) -> exp.Select:
-    tree = sqlglot.parse_one(queries.load(name), read=BASE_DIALECT)
+    tree = sqlglot.parse_one(queries.load(name), read=BASE_DIALECT).assert_is(exp.Select)
     for node in tree.walk():
         node.comments = None
     return tree
@@ -111,7 +111,7 @@ def bind_source(tree: exp.Select, unit: str, source) -> exp.Select:
     if source.records is None:
         head = cte(_parsed(f"sketch_rows_{unit}").copy(), "cleaned")
         ctes = tree.args["with_"].expressions
-        for i, item in enumerate(ctes):
+        for item in ctes:
             if item.alias_or_name == "cleaned":
                 item.set("this", head)
         tree.args["with_"].set("expressions", [c for c in ctes if c.alias_or_name != "target"])
@@ -122,7 +122,7 @@ def bind_source(tree: exp.Select, unit: str, source) -> exp.Select:
     return tree
 
 
-def _replace_table(select: exp.Select, name: str, relation: exp.Expression) -> None:
+def _replace_table(select: exp.Select, name: str, relation: exp.Expr) -> None:
     """Replace the table `name` read by `select` with `relation`, keeping its alias (or
     giving it the table's name, so unqualified and qualified columns resolve as before)."""
     for table in list(select.find_all(exp.Table)):

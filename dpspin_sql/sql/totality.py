@@ -52,8 +52,8 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlglot import exp
 
@@ -103,7 +103,7 @@ _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
 _BAD_KEY_CHARS = re.compile(r"[\"'\\\x00-\x1f\x7f]")
 
 
-def _name(node: exp.Expression) -> str:
+def _name(node: exp.Expr) -> str:
     if isinstance(node, exp.Anonymous):
         return node.name
     return _NAMES.get(node.key, node.key.upper())
@@ -117,7 +117,7 @@ _NAMES = {"dpipe": "||", "neg": "unary -", "paren": "( )", "eq": "=", "neq": "<>
 
 # -- structure: size and depth (tree_depth is iterative: a deep tree would overflow recursion) -----
 
-def check_size(predicate: exp.Expression, limits: Limits = LIMITS) -> None:
+def check_size(predicate: exp.Expr, limits: Limits = LIMITS) -> None:
     if tree_depth(predicate) > limits.depth:
         refuse(f"the WHERE filter is nested more than {limits.depth} levels deep", predicate)
     nodes = operations = 0
@@ -138,7 +138,7 @@ def number(literal: exp.Literal, limits: Limits = LIMITS) -> int | float:
     (integers) or without overflow/underflow (others); else a refusal."""
     text = literal.this.replace("_", "")
     if re.fullmatch(r"[0-9]+", text):
-        value = int(text)
+        value: int | float = int(text)
         if value > limits.exact_integer:
             refuse(f"the integer literal {text} is above 2^53; filters compute in DOUBLE, where it is not exact",
                    literal)
@@ -169,7 +169,7 @@ def string(literal: exp.Literal, limits: Limits = LIMITS) -> str:
 ANY, ONE, CHAR = "%", "_", "char"
 
 
-def like_tokens(pattern: str, escape: str | None, node: exp.Expression | None = None) -> list[tuple[str, str]]:
+def like_tokens(pattern: str, escape: str | None, node: exp.Expr | None = None) -> list[tuple[str, str]]:
     """A LIKE pattern as (ANY|ONE|CHAR, character) tokens under `escape`, or a refusal when
     DuckDB could raise on it: an escape must precede %, _ or itself, never end the pattern."""
     tokens, i = [], 0
@@ -214,7 +214,7 @@ def non_trailing_wildcards(tokens: list[tuple[str, str]]) -> int:
     return sum(1 for i, (kind, _) in enumerate(tokens) if kind == ANY and i < last)
 
 
-def like_parts(node: exp.Expression) -> tuple[exp.Expression, exp.Literal, exp.Literal | None] | None:
+def like_parts(node: exp.Expr) -> tuple[exp.Expr, exp.Literal, exp.Literal | None] | None:
     """(LIKE/ILIKE node, pattern literal, escape literal) of a LIKE or ESCAPE node, else None."""
     escape = None
     if isinstance(node, exp.Escape):
@@ -226,17 +226,17 @@ def like_parts(node: exp.Expression) -> tuple[exp.Expression, exp.Literal, exp.L
 
 # -- JSON paths -----------------------------------------------------------------------------------
 
-def json_path(node: exp.Expression, limits: Limits = LIMITS) -> list[str | int]:
+def json_path(node: exp.Expr, limits: Limits = LIMITS) -> list[str | int]:
     """A JSON path (sqlglot JSONPath or string literal) as keys and non-negative indexes."""
     if isinstance(node, exp.JSONPath):
         parts: list[str | int] = []
         for i, part in enumerate(node.expressions):
             if isinstance(part, exp.JSONPathRoot) and i == 0:
                 continue
-            if isinstance(part, exp.JSONPathKey) and isinstance(part.this, str):
-                parts.append(part.this)
-            elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int) \
-                    and not isinstance(part.this, bool):
+            key = isinstance(part, exp.JSONPathKey) and isinstance(part.this, str)
+            index = (isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int)
+                     and not isinstance(part.this, bool))
+            if key or index:
                 parts.append(part.this)
             else:
                 refuse("a JSON path may only name keys and non-negative array indexes ($.key[0].other), "
@@ -259,7 +259,7 @@ def json_path(node: exp.Expression, limits: Limits = LIMITS) -> list[str | int]:
     return parts
 
 
-def _parse_path_text(text: str, node: exp.Expression) -> list[str | int]:
+def _parse_path_text(text: str, node: exp.Expr) -> list[str | int]:
     match = re.fullmatch(r"\$((?:\.(?:[^.\[\]\"]+|\"[^\"]*\")|\[[0-9]+\])*)", text)
     if not match:
         refuse(f"the JSON path {text!r} is not of the form $.key[0].\"other key\"", node)
@@ -288,7 +288,7 @@ Resolve = Callable[[exp.Column], tuple[str, str]]
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 # arguments a node may have set; anything else is refused by name
-_ARGS = {
+_ARGS: dict[type[exp.Expr], set[str]] = {
     exp.Like: {"this", "expression", "negate"}, exp.ILike: {"this", "expression", "negate"},
     exp.Escape: {"this", "expression"}, exp.RegexpLike: {"this", "expression", "flag"},
     exp.TryCast: {"this", "to", "safe"}, exp.Length: {"this"}, exp.Lower: {"this"}, exp.Upper: {"this"},
@@ -320,17 +320,17 @@ class Checker:
         self.patterns = 0
         self.regexes = 0
 
-    def predicate(self, node: exp.Expression) -> None:
+    def predicate(self, node: exp.Expr) -> None:
         check_size(node, self.limits)
         self._boolean(node, "the WHERE filter")
 
-    def _boolean(self, node: exp.Expression, where: str) -> None:
+    def _boolean(self, node: exp.Expr, where: str) -> None:
         kind = self.type(node)
         if kind not in (BOOL, NULL):
             refuse(f"{where} is {kind}, not a condition; the engine would convert it to BOOLEAN per row, "
                    "which fails on some values (compare it with something instead)", node)
 
-    def type(self, node: exp.Expression) -> str:
+    def type(self, node: exp.Expr) -> str:
         allowed = _ARGS.get(type(node))
         if allowed is not None:
             for key, value in node.args.items():
@@ -439,19 +439,19 @@ class Checker:
                node)
 
     # -- rules ---------------------------------------------------------------------------------------
-    def _text(self, node: exp.Expression, parent: exp.Expression) -> None:
+    def _text(self, node: exp.Expr, parent: exp.Expr) -> None:
         kind = self.type(node)
         if kind not in (TEXT, NULL):
             refuse(f"{_name(parent)} takes text, not {kind}; the engine would convert it per row "
                    f"(use TRY_CAST(… AS VARCHAR))", node)
 
-    def _numeric(self, node: exp.Expression, parent: exp.Expression) -> None:
+    def _numeric(self, node: exp.Expr, parent: exp.Expr) -> None:
         kind = self.type(node)
         if kind not in NUMERIC and kind != NULL:
             refuse(f"{_name(parent)} takes numbers, not {kind}; the engine would convert it per row, "
                    f"which fails on some values (use TRY_CAST(… AS DOUBLE))", node)
 
-    def _unify(self, nodes: list[exp.Expression], parent: exp.Expression, *, compare: bool) -> str:
+    def _unify(self, nodes: list[exp.Expr], parent: exp.Expr, *, compare: bool) -> str:
         kinds = [self.type(n) for n in nodes]
         known = {k for k in kinds if k != NULL}
         if not known:
@@ -469,7 +469,7 @@ class Checker:
                "conversion fails on some values, which would make the query's success depend on them; "
                "convert explicitly with TRY_CAST", parent)
 
-    def _like(self, node: exp.Expression) -> str:
+    def _like(self, node: exp.Expr) -> str:
         if isinstance(node, exp.Escape) and not isinstance(node.this, (exp.Like, exp.ILike)):
             refuse("ESCAPE goes with LIKE or ILIKE only", node)
         like, pattern, escape = like_parts(node)  # type: ignore[misc]
@@ -513,13 +513,13 @@ class Checker:
         if self.regexes > self.limits.regexes:
             refuse(f"more than {self.limits.regexes} regexp_matches in one filter", node)
         flag = node.args.get("flag")
-        if flag is not None:
-            if not (isinstance(flag, exp.Literal) and flag.is_string) or not set(flag.this) <= _REGEX_FLAGS:
-                refuse(f"regexp_matches options must be a string literal of {''.join(sorted(_REGEX_FLAGS))}", flag)
+        if flag is not None and (not (isinstance(flag, exp.Literal) and flag.is_string)
+                                 or not set(flag.this) <= _REGEX_FLAGS):
+            refuse(f"regexp_matches options must be a string literal of {''.join(sorted(_REGEX_FLAGS))}", flag)
         self._count_pattern(node)
         return BOOL
 
-    def _count_pattern(self, node: exp.Expression) -> None:
+    def _count_pattern(self, node: exp.Expr) -> None:
         self.patterns += 1
         if self.patterns > self.limits.patterns:
             refuse(f"more than {self.limits.patterns} LIKE/ILIKE/regexp_matches in one filter", node)
@@ -551,7 +551,7 @@ class Checker:
                        "a position computed from the data could be out of range on some records", arg)
         return TEXT
 
-    def _json(self, node: exp.Expression) -> str:
+    def _json(self, node: exp.Expr) -> str:
         source = self.type(node.this)
         if source not in (JSON, NULL):
             refuse(f"JSON extraction from {source}; only the metadata column (or a field extracted with ->) "
@@ -560,7 +560,7 @@ class Checker:
         return TEXT if isinstance(node, exp.JSONExtractScalar) else JSON
 
 
-def _int_literal(node: exp.Expression) -> int | None:
+def _int_literal(node: exp.Expr) -> int | None:
     sign = 1
     while isinstance(node, (exp.Neg, exp.Paren)):
         if isinstance(node, exp.Neg):
@@ -571,7 +571,7 @@ def _int_literal(node: exp.Expression) -> int | None:
     return None
 
 
-def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits = LIMITS, *,
+def check_predicate(predicate: exp.Expr, resolve: Resolve, limits: Limits = LIMITS, *,
                     types: dict | None = None, names: dict | None = None) -> None:
     """Refuse (AuditRefusal) a WHERE predicate that could fail on some row; see the module docstring.
     Over the user's own tables (sql/own.py), `types` gives each resolved (table, column) its
@@ -585,7 +585,7 @@ def check_predicate(predicate: exp.Expression, resolve: Resolve, limits: Limits 
 _DOUBLE = exp.DataType.build("DOUBLE")
 
 
-def total_form(term: exp.Expression, dialect: str = "duckdb", names: dict | None = None) -> exp.Expression:
+def total_form(term: exp.Expr, dialect: str = "duckdb", names: dict | None = None) -> exp.Expr:
     """An accepted (audited, unqualified) filter term as the engine runs it: numbers in DOUBLE,
     division by NULLIF(d, 0), canonical LIKE patterns, JSON paths in the engine's syntax, and
     on DuckDB a json_valid guard on the JSON column. Same truth value as the term wherever the
@@ -598,7 +598,7 @@ class _Normaliser:
         self.dialect = dialect
         self.names = names if names is not None else _TYPE_BY_NAME
 
-    def run(self, node: exp.Expression) -> tuple[exp.Expression, str]:
+    def run(self, node: exp.Expr) -> tuple[exp.Expr, str]:
         if isinstance(node, exp.Paren):
             inner, kind = self.run(node.this)
             node.set("this", inner)
@@ -629,7 +629,7 @@ class _Normaliser:
             this, _ = self.run(node.this)
             node.set("this", this)
             return node, TEXT
-        kinds = {}
+        kinds: dict[str, str | list[str]] = {}   # an argument's kind, or a list argument's kinds
         for key, value in list(node.args.items()):
             if isinstance(value, exp.Expression) and key != "to":
                 new, kinds[key] = self.run(value)
@@ -659,14 +659,14 @@ class _Normaliser:
             return node, TEXT
         return node, BOOL  # AND, OR, NOT, IS, StartsWith, RegexpLike
 
-    def _doubles(self, node: exp.Expression) -> None:
+    def _doubles(self, node: exp.Expr) -> None:
         for key, value in list(node.args.items()):
             if isinstance(value, exp.Expression):
                 node.set(key, _double_if_numeric(value))
             elif isinstance(value, list):
                 node.set(key, [_double_if_numeric(v) if isinstance(v, exp.Expression) else v for v in value])
 
-    def _like(self, node: exp.Expression) -> exp.Expression:
+    def _like(self, node: exp.Expr) -> exp.Expr:
         like, pattern, escape = like_parts(node)  # type: ignore[misc]
         subject, _ = self.run(like.this)
         esc = (escape.this or None) if escape is not None else None
@@ -676,14 +676,14 @@ class _Normaliser:
             out = exp.Escape(this=out, expression=exp.Literal.string(canonical_escape))
         return out
 
-    def _json(self, node: exp.Expression) -> tuple[exp.Expression, str]:
+    def _json(self, node: exp.Expr) -> tuple[exp.Expr, str]:
         source, _ = self.run(node.this)
         if self.dialect == "duckdb" and isinstance(source, exp.Column):  # the JSON column itself
             source = exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.func("json_valid", source.copy()),
                                                           true=source)]))
         parts = json_path(node.expression)
         if self.dialect in ("duckdb", "spark"):  # the engines we run: a path text verified on DuckDB
-            path: exp.Expression = exp.Literal.string(path_text(parts, self.dialect))
+            path: exp.Expr = exp.Literal.string(path_text(parts, self.dialect))
         else:  # --emit-sketch for other engines: sqlglot writes the path in their syntax
             path = exp.JSONPath(expressions=[exp.JSONPathRoot(), *(
                 exp.JSONPathSubscript(this=p) if isinstance(p, int) else exp.JSONPathKey(this=p) for p in parts)])
@@ -691,11 +691,11 @@ class _Normaliser:
         return out, (TEXT if isinstance(node, exp.JSONExtractScalar) else JSON)
 
 
-def _double(node: exp.Expression) -> exp.Expression:
+def _double(node: exp.Expr) -> exp.Expr:
     return exp.Cast(this=node, to=_DOUBLE.copy())
 
 
-def _double_if_numeric(node: exp.Expression) -> exp.Expression:
+def _double_if_numeric(node: exp.Expr) -> exp.Expr:
     """Cast an operand to DOUBLE unless it already is one (a column or computation typed DOUBLE)."""
     probe = node.this if isinstance(node, exp.Paren) else node
     if isinstance(probe, exp.Literal) and not probe.is_string:
@@ -724,7 +724,7 @@ def _constants():
     return _CON
 
 
-def _verify_on_constants(predicate: exp.Expression, names: dict | None = None) -> None:
+def _verify_on_constants(predicate: exp.Expr, names: dict | None = None) -> None:
     """Run the exact SQL the rewrite will run for each pattern, path, position and literal on
     sample values in a private in-memory DuckDB: any error there is a refusal (nothing of the
     store is read). The samples come from a column (unnest of a parameter), not from literals,
@@ -735,7 +735,7 @@ def _verify_on_constants(predicate: exp.Expression, names: dict | None = None) -
     # (what, the rewritten expression over t.s, samples, their type, {sample index: expected result});
     # the expected results come from the audit's reading of the *original* node, the expression
     # from the rewrite, so a rewrite that changed the meaning is caught too
-    checks: list[tuple[str, exp.Expression, list[str], str, dict]] = []
+    checks: list[tuple[str, exp.Expr, list[str], str, dict]] = []
     subject = exp.column("s", table="t")
     for node in list(original.walk()):
         parts = like_parts(node)
@@ -746,7 +746,7 @@ def _verify_on_constants(predicate: exp.Expression, names: dict | None = None) -
             wide = "".join(c if k == CHAR else "yy" if k == ANY else "é" for k, c in tokens)
             probe = total_form(node, "duckdb", names)
             (probe.this if isinstance(probe, exp.Escape) else probe).set("this", subject.copy())
-            expected = {0: not like.args.get("negate")}   # sample 0, the pattern's expansion, must match
+            expected: dict[int, object] = {0: not like.args.get("negate")}   # sample 0, the pattern's expansion, must match
             checks.append((f"the {_name(like)} pattern {pattern.this!r}", probe,
                            [full, wide, full[:-1], full + "z", *_SAMPLE_TEXT], "VARCHAR", expected))
         elif isinstance(node, exp.RegexpLike):
@@ -793,7 +793,7 @@ def _verify_on_constants(predicate: exp.Expression, names: dict | None = None) -
 
 # -- engine-specific rules ------------------------------------------------------------------------------
 
-def check_engine(terms: list[exp.Expression | None], engine: str) -> None:
+def check_engine(terms: list[exp.Expr | None], engine: str) -> None:
     """Refuse (before any data is read) what the audit admits for DuckDB but `engine` could
     fail on or take super-linear time over: Spark evaluates LIKE and RLIKE with java.util.regex."""
     if engine != "spark":
@@ -813,7 +813,7 @@ def check_engine(terms: list[exp.Expression | None], engine: str) -> None:
                            "text length); split it into AND-ed LIKEs", node)
 
 
-def unqualified(term: exp.Expression) -> exp.Expression:
+def unqualified(term: exp.Expr) -> exp.Expr:
     """The term with its columns unqualified and lower-cased (how the rewrite injects it)."""
     term = term.copy()
     for column in term.find_all(exp.Column):

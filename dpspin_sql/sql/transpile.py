@@ -32,7 +32,7 @@ _EXACT_DIV = ("trino", "snowflake")
 
 
 @cache
-def _macros() -> dict[str, tuple[list[str], exp.Expression]]:
+def _macros() -> dict[str, tuple[list[str], exp.Expr]]:
     text = files("dpspin_sql.udfs").joinpath("macros.sql").read_text(encoding="utf-8")
     found = {}
     for statement in sqlglot.parse(text, read=BASE_DIALECT):
@@ -42,11 +42,11 @@ def _macros() -> dict[str, tuple[list[str], exp.Expression]]:
     return found
 
 
-def inline_macros(tree: exp.Expression) -> exp.Expression:
+def inline_macros(tree: exp.Expr) -> exp.Expr:
     """Replace every call of a package macro by its body (arguments parenthesised)."""
     macros = _macros()
 
-    def substitute(node: exp.Expression) -> exp.Expression:
+    def substitute(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Anonymous) and node.name.lower() in macros:
             names, body = macros[node.name.lower()]
             if len(names) != len(node.expressions):
@@ -60,15 +60,15 @@ def inline_macros(tree: exp.Expression) -> exp.Expression:
     return tree.transform(substitute)
 
 
-def _atom(node: exp.Expression) -> exp.Expression:
+def _atom(node: exp.Expr) -> exp.Expr:
     simple = (exp.Column, exp.Literal, exp.Placeholder, exp.Parameter, exp.Paren, exp.Cast, exp.Func)
     return node if isinstance(node, simple) else exp.Paren(this=node)
 
 
-def bind(tree: exp.Expression, values: dict[str, int | bool]) -> exp.Expression:
+def bind(tree: exp.Expr, values: dict[str, int | bool]) -> exp.Expr:
     """Replace named placeholders ($K, ..., and the store query's $canonical / $keyed) with
     integer or boolean literals."""
-    def sub(node: exp.Expression) -> exp.Expression:
+    def sub(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Placeholder) and node.name in values:
             value = values[node.name]
             if isinstance(value, bool):
@@ -83,8 +83,8 @@ def bind(tree: exp.Expression, values: dict[str, int | bool]) -> exp.Expression:
     return tree
 
 
-def _bind_flags(tree: exp.Expression, flags: dict[str, bool | int]) -> exp.Expression:
-    def literal(value: bool | int) -> exp.Expression:
+def _bind_flags(tree: exp.Expr, flags: dict[str, bool | int]) -> exp.Expr:
+    def literal(value: bool | int) -> exp.Expr:
         if isinstance(value, bool):
             return exp.true() if value else exp.false()
         return exp.Literal.number(int(value))
@@ -94,18 +94,18 @@ def _bind_flags(tree: exp.Expression, flags: dict[str, bool | int]) -> exp.Expre
     return fold_constants(tree)
 
 
-def fold_constants(tree: exp.Expression) -> exp.Expression:
+def fold_constants(tree: exp.Expr) -> exp.Expr:
     """Fold NOT / AND / OR over the TRUE and FALSE literals the flags became, so that a branch
     a flag turns off is not in the query DuckDB plans (it plans a subquery before it folds
     constants: `NOT FALSE OR x NOT IN (SELECT ...)` would still read x for every row).
     Exact in SQL's three-valued logic: TRUE OR x = TRUE, FALSE AND x = FALSE, TRUE AND x = x,
     FALSE OR x = x, whatever x is (NULL included)."""
-    def value(node: exp.Expression) -> bool | None:
+    def value(node: exp.Expr) -> bool | None:
         while isinstance(node, exp.Paren):
             node = node.this
         return node.this if isinstance(node, exp.Boolean) else None
 
-    def fold(node: exp.Expression) -> exp.Expression:
+    def fold(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Not) and value(node.this) is not None:
             return exp.false() if value(node.this) else exp.true()
         if isinstance(node, (exp.And, exp.Or)):
@@ -139,13 +139,13 @@ STORE_FLAGS: dict[str, bool | int] = {"canonical": False, "keyed": False, "raw":
                                       "all_keyed": False, "lo": 0, "hi": 0}
 
 
-def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
+def for_engine(tree: exp.Expr, dialect: str) -> exp.Expr:
     """The engine-specific rewrites of the module docstring (none for DuckDB)."""
     if dialect == BASE_DIALECT:
         return tree
     wide = exp.DataType.build(_WIDE.get(dialect, "DECIMAL(38, 0)"), dialect=dialect)
 
-    def types(node: exp.Expression) -> exp.Expression:
+    def types(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return wide.copy()
         if isinstance(node, exp.Anonymous) and node.name.lower() == "isfinite":
@@ -155,7 +155,7 @@ def for_engine(tree: exp.Expression, dialect: str) -> exp.Expression:
                 exp.LTE(this=_atom(x).copy(), expression=exp.Literal.number(DBL_MAX))))
         return node
 
-    def division(node: exp.Expression) -> exp.Expression:
+    def division(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.IntDiv):
             a, b = exp.Paren(this=node.this), _atom(node.expression)
             remainder = exp.Paren(this=exp.Mod(this=a.copy(), expression=b))
@@ -181,7 +181,7 @@ def full_vector(tree: exp.Select) -> exp.Select:
     with_ = core.args.get("with_")
     core.set("with_", None)
     core.set("order", None)
-    outer = sqlglot.parse_one(_FULL_VECTOR, read=BASE_DIALECT)
+    outer = sqlglot.parse_one(_FULL_VECTOR, read=BASE_DIALECT).assert_is(exp.Select)
     ctes = [*(with_.expressions if with_ else []), exp.CTE(this=core, alias=exp.TableAlias(
         this=exp.to_identifier("sketch_mass")))]
     outer.set("with_", exp.With(expressions=ctes))
@@ -203,11 +203,9 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
     store = store_flags is not None
     if store and dialect != BASE_DIALECT:
         raise ValueError("the store query is DuckDB's own; other engines run the portable one")
-    tree = rewrite(bounds.unit, filters, dialect, source, store=store)
-    if complete:
-        tree = full_vector(tree)
-    tree = inline_macros(tree)
-    if store:
+    select = rewrite(bounds.unit, filters, dialect, source, store=store)
+    tree = inline_macros(full_vector(select) if complete else select)
+    if store_flags is not None:
         unknown = set(store_flags) - set(STORE_FLAGS)
         if unknown:
             raise ValueError(f"unknown store flags: {sorted(unknown)}")
