@@ -73,9 +73,11 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
 
 
 def _statement(query: str | None, file: Path | None) -> str:
-    if (query is None) == (file is None):
-        raise BadInput("give the statement as an argument or with -f FILE.sql (one of the two)")
-    return read_statement(file) if file is not None else query
+    if file is not None and query is None:
+        return read_statement(file)
+    if query is not None and file is None:
+        return query
+    raise BadInput("give the statement as an argument or with -f FILE.sql (one of the two)")
 
 
 def read_statement(file: Path) -> str:

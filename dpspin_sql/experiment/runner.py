@@ -309,6 +309,8 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
             return _run_baseline(prep, run, out, rep, n_rec, n_usr)
         request = request_of(run)
         sk = compute_sketch(con, request.unit, request.K, request.B)
+        # a store's sketch counts its target split (the counts are None only for a file source)
+        assert sk.n_records is not None and sk.n_users is not None
         truth = _truth_vector(con, prep) if prep.truth_keys else None
     finally:
         if probe_info is not None:
@@ -434,6 +436,8 @@ def _run_baseline(prep: Prep, run: dict, out: Path, rep, n_rec, n_usr) -> tuple[
     L = int(run["L"])
     bounds = Bounds(run["unit"], int(run["K"]), run["B"] if run["unit"] == "user" else None)
     sk = run_sketch(con, bounds)
+    # a store's sketch counts its target split (the counts are None only for a file source)
+    assert sk.n_records is not None and sk.n_users is not None
     C = sk.as_float()
     truth = _truth_vector(con, prep) if prep.truth_keys else None
     atoms = prep.atoms
