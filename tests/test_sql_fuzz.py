@@ -61,7 +61,7 @@ def test_the_fuzzer_finds_the_failures_of_filters_run_as_written(family, monkeyp
     the analyst wrote them: integer arithmetic, raw JSON extraction) it finds failing stores."""
     from dpspin_sql.sql import rewrite
 
-    monkeypatch.setattr(rewrite, "total_form", lambda term, dialect="duckdb": term.copy())
+    monkeypatch.setattr(rewrite, "total_form", lambda term, dialect="duckdb", names=None: term.copy())
     report = sql_fuzz.fuzz_sketch(family, SKETCH_STATEMENTS, SEED + 1, stop_after=1)
     assert report.failures, "the fuzzer found nothing to catch"
     failing = report.failures[0][2]
