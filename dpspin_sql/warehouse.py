@@ -214,7 +214,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
     from dpspin_sql.release import release
     from dpspin_sql.request import RequestError
     from dpspin_sql.sketch import Sketch, check_user_level
-    from dpspin_sql.sql import audit_statement
+    from dpspin_sql.sql.catalog import audit_for_warehouse
     from dpspin_sql.sql.options import refuse_field
     from dpspin_sql.sql.run import emit_sketch
 
@@ -223,7 +223,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
                        f"{', '.join(WAREHOUSES)}, not {dialect!r}")
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise BadInput(f"--max-units must be a positive integer, not {max_units!r}")
-    audited = audit_statement(statement)
+    audited, _ = audit_for_warehouse(statement, dialect)   # declared tables: audited against them
     request = audited.request
     with resolve(con) as con:
         atoms = current_atoms(con)
