@@ -23,9 +23,10 @@ protected units (`max_units`), a total of at most max_units × bound_fix, the mo
 enforced bounds allow. What cannot be checked from public facts — that the warehouse ran
 the emitted query on the right tables — is the curator's to vouch for, as for any engine.
 
-Table and column mappings for the user's own warehouse tables will be options of both
-phases (the same statement has to be audited against the same mapping); for now the
-emitted query reads the store's names `records`, `assignments`, `atoms`.
+A statement over the warehouse's own tables declares them first (CREATE TABLE statements
+in the statement file, `dpspin_sql.sql.catalog`): both phases audit it against the same
+declared column types, and the emitted query reads the tables under their own names next
+to the warehouse's `atoms` (and, at user level, the store's `records`).
 """
 from __future__ import annotations
 

@@ -261,3 +261,23 @@ def test_postgres_runs_the_emitted_query_over_its_own_tables(setup, tmp_path, ca
     assert rc == 0, err
     (row,) = ledger_rows(store_path)
     assert row["params"]["engine"] == "warehouse:postgres"
+
+
+def test_the_warehouse_doc_example_runs(setup, tmp_path):
+    import re
+
+    from tests.test_readme import run_bash
+
+    store_path, reference = setup
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "WAREHOUSE.md").read_text(encoding="utf-8")
+    section = doc.split("## The warehouse's own tables", 1)[1].split("\n## ", 1)[0]
+    (query,) = re.findall(r"```sql\n(.*?)```", section, flags=re.S)
+    (script,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    (tmp_path / "query.sql").write_text(query)
+    warehouse(store_path, tmp_path / "warehouse.duckdb")
+    run_bash(script, tmp_path)
+    got = check_vector(read_result(tmp_path / "result.csv"), list(range(len(THEMES))), 1 << 24)
+    np.testing.assert_array_equal(got, reference["like"])    # the same statement as LIKE, run here
+    assert json.loads((tmp_path / "plan.json").read_text())["unit"] == "user"
+    (row,) = ledger_rows(store_path)
+    assert row["params"]["engine"] == "warehouse:duckdb"

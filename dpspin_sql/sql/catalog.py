@@ -107,7 +107,7 @@ def declare(creates: list[exp.Create], dialect: str) -> Declared:
     """The declared tables, empty, in a private in-memory DuckDB database."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})   # names and types only
     unquoted: set[str] = set()
     seen: dict[tuple[str, str, str], exp.Table] = {}
     for create in creates:
@@ -134,8 +134,10 @@ def declare(creates: list[exp.Create], dialect: str) -> Declared:
                 if not col.this.args.get("quoted"):
                     unquoted.add(col.name)
                 kind = col.args.get("kind")
-                if kind is None:
-                    raise BadInput(f"the column {col.name!r} of {table.sql(dialect)} has no type")
+                if not isinstance(kind, exp.DataType) or any(
+                        not isinstance(n, (exp.DataType, exp.DataTypeParam, exp.Literal, exp.ColumnDef,
+                                           exp.Identifier)) for n in kind.walk()):
+                    raise BadInput(f"the column {col.name!r} of {table.sql(dialect)} has no plain type")
                 columns.append(f"{q(col.name)} {kind.sql('duckdb')}")
             con.execute(f"CREATE TABLE {q(catalog)}.{q(db)}.{q(table.name)} ({', '.join(columns)})")
         except duckdb.Error as exc:
