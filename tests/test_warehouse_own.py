@@ -227,7 +227,7 @@ def test_declarations_that_are_not_table_shapes_are_refused(text, match, capsys,
     assert_one_line_error(rc, captured.out, captured.err, rc)
 
 
-def test_postgres_runs_the_emitted_query_over_its_own_tables(setup, tmp_path, capsys, pg_dsn):  # noqa: F811
+def test_postgres_runs_the_emitted_query_over_its_own_tables(setup, tmp_path, capsys, pg_dsn):
     import psycopg
 
     from dpspin_sql.warehouse import push_postgres
@@ -281,3 +281,15 @@ def test_the_warehouse_doc_example_runs(setup, tmp_path):
     assert json.loads((tmp_path / "plan.json").read_text())["unit"] == "user"
     (row,) = ledger_rows(store_path)
     assert row["params"]["engine"] == "warehouse:duckdb"
+
+
+def test_a_store_statement_with_try_cast_is_total_in_every_dialect_or_refused():
+    statement = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'laplace') atom_id, "
+                 "DPSPIN_MASS(weight) FROM assignments JOIN records USING (record_id) "
+                 "WHERE TRY_CAST(text AS DOUBLE) > 1 GROUP BY atom_id")
+    with pytest.raises(BadInput, match="cannot be written totally in postgres"):   # sqlglot wrote a CAST
+        emit_sketch(statement, "postgres")
+    assert "TRY_CAST(CAST(text AS VARCHAR) AS DOUBLE)" in emit_sketch(statement, "snowflake")
+    assert "TRY_CAST(text AS DOUBLE)" in emit_sketch(statement, "spark")
+    assert "TRY_CAST(text AS DOUBLE)" in emit_sketch(statement, "trino")
+    assert "SAFE_CAST(text AS FLOAT64)" in emit_sketch(statement, "bigquery")

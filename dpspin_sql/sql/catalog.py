@@ -95,7 +95,7 @@ def _declaration(chunk: str, dialect: str) -> exp.Create:
     except sqlglot.errors.ParseError as exc:
         raise BadInput(f"cannot parse a CREATE TABLE declaration as {dialect}: {str(exc).splitlines()[0]}") from None
     schema = create.this if isinstance(create, exp.Create) else None
-    if (str(create.args.get("kind") or "").upper() != "TABLE" or not isinstance(schema, exp.Schema)
+    if (not isinstance(create, exp.Create) or str(create.args.get("kind") or "").upper() != "TABLE" or not isinstance(schema, exp.Schema)
             or create.args.get("expression") is not None or not isinstance(schema.this, exp.Table)
             or not all(isinstance(c, exp.ColumnDef) for c in schema.expressions) or not schema.expressions):
         raise BadInput("a declaration must be CREATE TABLE name (column type, ...): the warehouse table's "
@@ -123,7 +123,10 @@ def declare(creates: list[exp.Create], dialect: str) -> Declared:
         if key in seen:
             raise BadInput(f"the table {table.sql(dialect)} is declared twice")
         seen[key] = table
-        q = (lambda name: exp.to_identifier(name, quoted=True).sql("duckdb"))
+
+        def q(name: str) -> str:
+            return exp.to_identifier(name, quoted=True).sql("duckdb")
+
         try:
             if catalog != MEMORY and not con.execute("SELECT 1 FROM duckdb_databases() WHERE database_name = ?",
                                                      [catalog]).fetchall():
