@@ -23,9 +23,10 @@ protected units (`max_units`), a total of at most max_units × bound_fix, the mo
 enforced bounds allow. What cannot be checked from public facts — that the warehouse ran
 the emitted query on the right tables — is the curator's to vouch for, as for any engine.
 
-Table and column mappings for the user's own warehouse tables will be options of both
-phases (the same statement has to be audited against the same mapping); for now the
-emitted query reads the store's names `records`, `assignments`, `atoms`.
+A statement over the warehouse's own tables declares them first (CREATE TABLE statements
+in the statement file, `dpspin_sql.sql.catalog`): both phases audit it against the same
+declared column types, and the emitted query reads the tables under their own names next
+to the warehouse's `atoms` (and, at user level, the store's `records`).
 """
 from __future__ import annotations
 
@@ -214,7 +215,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
     from dpspin_sql.release import release
     from dpspin_sql.request import RequestError
     from dpspin_sql.sketch import Sketch, check_user_level
-    from dpspin_sql.sql import audit_statement
+    from dpspin_sql.sql.catalog import audit_for_warehouse
     from dpspin_sql.sql.options import refuse_field
     from dpspin_sql.sql.run import emit_sketch
 
@@ -223,7 +224,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
                        f"{', '.join(WAREHOUSES)}, not {dialect!r}")
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise BadInput(f"--max-units must be a positive integer, not {max_units!r}")
-    audited = audit_statement(statement)
+    audited, _ = audit_for_warehouse(statement, dialect)   # declared tables: audited against them
     request = audited.request
     with resolve(con) as con:
         atoms = current_atoms(con)

@@ -67,7 +67,11 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
 def emit_sketch(sql: str, dialect: str = "duckdb") -> str:
     """The audited statement's enforced sketch query for `dialect` (nothing is run or charged):
     one (atom_id, mass) row per atom, zeros included, for `dpspin release --from-sketch`.
-    The statement reads the store's tables (a warehouse holds them in the store's shape); one
-    over your own tables runs with `run_sql`."""
-    audited = audit_statement(sql)
-    return sketch_sql(audited.request.bounds, audited.filters, dialect, complete=True) + ";\n"
+    The statement reads the store's tables (a warehouse holds them in the store's shape), or
+    the warehouse's own tables declared by CREATE TABLE statements before it (sql/catalog.py;
+    the warehouse then also holds the store's atoms, and at user level its records)."""
+    from dpspin_sql.sql.catalog import audit_for_warehouse, warehouse_source
+
+    audited, declared = audit_for_warehouse(sql, dialect)
+    source = None if declared is None else warehouse_source(audited, declared, dialect)
+    return sketch_sql(audited.request.bounds, audited.filters, dialect, complete=True, source=source) + ";\n"

@@ -164,8 +164,28 @@ def for_engine(tree: exp.Expr, dialect: str) -> exp.Expr:
             return exp.Cast(this=exact, to=wide.copy())
         return node
 
-    tree = tree.transform(types)
+    tree = try_casts(tree.transform(types), dialect)
     return tree.transform(division) if dialect in _EXACT_DIV else tree
+
+
+def try_casts(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """TRY_CAST where the engine's form is not total: PostgreSQL has none (sqlglot would write a
+    CAST, which fails on a record's value: refused, one line); Snowflake's TRY_CAST takes text
+    only (sqlglot writes a CAST for anything else), so its argument is made text first."""
+    if dialect == "postgres" and tree.find(exp.TryCast) is not None:
+        from dpspin_sql.errors import BadInput
+
+        raise BadInput("the statement cannot be written totally in postgres: it has no TRY_CAST, and a CAST fails "
+                       "on some values (compare the column with literals, or emit for another dialect)")
+    for node in list(tree.find_all(exp.TryCast)):
+        node.set("safe", True)   # sqlglot writes a TryCast without it as CAST in Spark
+        inner = node.this
+        if dialect != "snowflake":
+            continue
+        if not (isinstance(inner, exp.Cast) and inner.to.is_type(*exp.DataType.TEXT_TYPES)) and not (
+                isinstance(inner, exp.Literal) and inner.is_string):
+            node.set("this", exp.Cast(this=inner.copy(), to=exp.DataType.build("VARCHAR")))
+    return tree
 
 
 _FULL_VECTOR = ("SELECT d.atom_id, CAST(COALESCE(s.mass, 0) AS HUGEINT) AS mass "
