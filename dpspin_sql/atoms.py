@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries
+from dpspin_sql import queries, store
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import first_row, read_file, staged, transaction
 
@@ -62,6 +62,7 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
     }):
         with transaction(con):
             con.execute(queries.load("clear_dictionary"))
+            store.clear_vectors(con)
             con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
             con.execute(queries.load("insert_dictionary"), {
                 "dictionary_id": dictionary_id, "builder": builder,
