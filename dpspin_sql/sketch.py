@@ -119,8 +119,10 @@ def target_facts(con: Any, unit: str, *, keyed: bool = False) -> TargetFacts:
     facts are counted over integer keys in one pass (queries/unit_facts_keyed.sql).
     """
     if unit == "user" and keyed:
+        unkeyed = first_row(con.execute(
+            "SELECT count(*) FROM records WHERE user_key IS NULL AND user_id IS NOT NULL"))[0]
         n_records, n_without_user, n_users, shared, aux_without_user = first_row(
-            con.execute(queries.load("unit_facts_keyed")))
+            con.execute(queries.load("unit_facts_keyed" if unkeyed else "unit_facts_all_keyed")))
         _refuse_empty(n_records)
         _check_user_facts(n_without_user, shared, aux_without_user)
     elif unit == "user":
