@@ -55,7 +55,8 @@ def make_store(path: Path, n_target: int, n_aux: int, m: int, seed: int = 0) -> 
                       "split": ["aux" if i < n_aux else "target" for i in range(n)],
                       "metadata": [json.dumps({"topic": topics[first[i]]}) for i in range(n)]})
     con.register("bench_rows", table)
-    con.execute("INSERT INTO records SELECT record_id, NULL, text, split, CAST(metadata AS JSON) FROM bench_rows")
+    con.execute("INSERT INTO records (record_id, user_id, text, split, metadata) "
+                "SELECT record_id, NULL, text, split, CAST(metadata AS JSON) FROM bench_rows")
     con.unregister("bench_rows")
     builders.build(con, "metadata", fields=["topic"], m=m)
     con.close()

@@ -115,7 +115,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         rows, atom_ids, weights = result
         n_records += batch.num_rows
         n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
-        n_rows += _write(con, batch.column(0), rows, atom_ids, weights)
+        n_rows += _stage(con, batch.column(0), rows, atom_ids, weights)
         if progress is not None:
             progress(batch.num_rows)
 
@@ -124,6 +124,9 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         batches = reader.sql(queries.load("assign_target_texts")).to_arrow_reader(batch_size)
         with transaction(con):
             con.execute(queries.load("assign_clear"))
+            store.clear_vectors(con)
+            con.execute("CREATE OR REPLACE TEMP TABLE assign_staged (record_id VARCHAR, atom_id INTEGER, "
+                        "weight DOUBLE)")
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
             if workers <= 1:
@@ -140,9 +143,11 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
                             write(*pending.popleft().result())
                     while pending:
                         write(*pending.popleft().result())
+            _write_staged(con)
             store.mark_step(con, "assignments")
     finally:
         reader.close()
+        con.execute("DROP TABLE IF EXISTS assign_staged")
     return AssignReport(scorer=fitted.kind, K=K, m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
                         n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
@@ -159,19 +164,32 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(queries.load("assign_count_target")).fetchone()[0])
 
 
-def _write(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:
-    """Insert one batch's assignment rows, columnar: Arrow arrays straight into DuckDB."""
+def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:
+    """Append one batch's assignment rows to the temporary `assign_staged`, columnar: Arrow
+    arrays straight into DuckDB. They are stored once, after the last batch (`_write_staged`):
+    canonicalising batch by batch re-read the whole records table for every batch."""
     if not rows.size:
         return 0
-    con.register("staging_assignments", pa.table({
+    con.register("assign_batch", pa.table({
         "record_id": record_ids.take(pa.array(rows)).cast(pa.string()),
         "atom_id": pa.array(atom_ids.astype(np.int32)),
         "weight": pa.array(weights, pa.float64())}))
     try:
+        con.execute("INSERT INTO assign_staged SELECT record_id, atom_id, weight FROM assign_batch")
+    finally:
+        con.unregister("assign_batch")
+    return int(rows.size)
+
+
+def _write_staged(con) -> None:
+    """Store every staged row at once (canonical vectors where they qualify, raw rows where
+    not: store.write_assignments); the rows and the result are those of batch-by-batch
+    writing, since every record's rows are in one batch."""
+    con.execute("CREATE OR REPLACE TEMP VIEW staging_assignments AS SELECT * FROM assign_staged")
+    try:
         store.write_assignments(con)
     finally:
-        con.unregister("staging_assignments")
-    return int(rows.size)
+        con.execute("DROP VIEW IF EXISTS staging_assignments")
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries
+from dpspin_sql import queries, store
+from dpspin_sql.db import first_row
 from dpspin_sql.errors import BadInput
-from dpspin_sql.store import first_row, read_file, staged, transaction
+from dpspin_sql.store import read_file, staged, transaction
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
         "aux_support": ([a.aux_support for a in atoms], object),
     }), transaction(con):
         con.execute(queries.load("clear_dictionary"))
+        store.clear_vectors(con)
         con.execute(queries.load("insert_atoms"), {"dictionary_id": dictionary_id})
         con.execute(queries.load("insert_dictionary"), {
             "dictionary_id": dictionary_id, "builder": builder,

@@ -110,7 +110,7 @@ def canonical_facts(con: Any) -> CanonicalFacts:
     return CanonicalFacts(canonical=canonical <= have, keyed=keyed <= have)
 
 
-def target_facts(con: Any, unit: str, *, keyed: bool = False) -> TargetFacts:
+def target_facts(con: Any, unit: str, *, keyed: bool = False, count_users: bool = True) -> TargetFacts:
     """The facts every sketch engine needs, after the checks every engine makes: atoms exist,
     and at user level every target record has a user id and the split is user-disjoint.
 
@@ -118,9 +118,23 @@ def target_facts(con: Any, unit: str, *, keyed: bool = False) -> TargetFacts:
     `keyed` (a DuckDB store whose catalog proves its user keys, `canonical_facts`), the user
     facts are counted over integer keys in one pass (queries/unit_facts_keyed.sql).
     """
+    if unit == "user" and keyed and not count_users:
+        # a release needs the checks, not the number of users (n_units None): with no
+        # auxiliary record no user can be shared, and every check is a count of records
+        n_records, n_without_user, n_aux, aux_without_user = first_row(con.execute(
+            "SELECT count(*) FILTER (WHERE split = 'target'), "
+            "count(*) FILTER (WHERE split = 'target' AND user_id IS NULL), "
+            "count(*) FILTER (WHERE split = 'aux'), count(*) FILTER (WHERE split = 'aux' AND user_id IS NULL) "
+            "FROM records"))
+        if not n_aux:
+            _refuse_empty(n_records)
+            _check_user_facts(n_without_user, 0, aux_without_user)
+            return TargetFacts(dictionary_atoms(con), int(n_records), None)
     if unit == "user" and keyed:
+        unkeyed = first_row(con.execute(
+            "SELECT count(*) FROM records WHERE user_key IS NULL AND user_id IS NOT NULL"))[0]
         n_records, n_without_user, n_users, shared, aux_without_user = first_row(
-            con.execute(queries.load("unit_facts_keyed")))
+            con.execute(queries.load("unit_facts_keyed" if unkeyed else "unit_facts_all_keyed")))
         _refuse_empty(n_records)
         _check_user_facts(n_without_user, shared, aux_without_user)
     elif unit == "user":
@@ -187,7 +201,8 @@ CHUNK_USERS = 1 << 17
 _SENTINELS = (8_071_903_316_041, 8_071_903_316_042)   # no INTEGER key is either
 
 
-def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None) -> Sketch:
+def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None,
+               count_users: bool = True) -> Sketch:
     """The enforced sketch of a DuckDB store's target split and dictionary (with a DP
     statement's audited `filters`, if any). n_records / n_users are those of the whole
     target split (its public shape), never counts of filtered records, which are not DP.
@@ -201,7 +216,7 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
 
     with snapshot(con):
         facts_c = canonical_facts(con)
-        facts = target_facts(con, bounds.unit, keyed=facts_c.keyed)
+        facts = target_facts(con, bounds.unit, keyed=facts_c.keyed, count_users=count_users)
         flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
                  "keyed": facts_c.keyed}
         chunks = store_plan(con, bounds.unit, flags)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
-from dpspin_sql import queries
+from dpspin_sql import queries, store
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
@@ -100,11 +100,14 @@ def _invalidate(con) -> str | None:
     builders = [r[0] for r in con.execute(queries.load("split_dictionary_builder")).fetchall()]
     if not builders:
         con.execute(queries.load("assign_clear"))
+        store.clear_vectors(con)
         return None
     if any(b in AUX_DERIVED_BUILDERS for b in builders):
         con.execute(queries.load("clear_dictionary"))
+        store.clear_vectors(con)
         return "dictionary"
     con.execute(queries.load("split_invalidate_scorer"))
+    store.clear_vectors(con)
     return "scorer"
 
 

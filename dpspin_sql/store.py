@@ -6,6 +6,7 @@ nothing.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -347,6 +348,7 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
         with transaction(con):
             if replace:
                 con.execute(queries.load("clear_assignments"))
+                clear_vectors(con)
             try:
                 write_assignments(con)
             except duckdb.Error as exc:
@@ -365,8 +367,46 @@ def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
     from dpspin_sql.request import SCALE
 
     con.execute(queries.load("canonicalise"), {"scale": SCALE})
-    con.execute(queries.load("update_vectors"))
+    if first_row(con.execute("SELECT count(*) FROM staged_vectors WHERE atom_ids IS NOT NULL"))[0]:
+        rewrite_records(con, queries.load("update_vectors"))
     con.execute(queries.load("insert_assignments"))
+
+
+def clear_vectors(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop every canonical vector (a new assignment map, dictionary or split), inside the
+    caller's transaction; nothing to do, and nothing rewritten, when there are none."""
+    if first_row(con.execute("SELECT count(*) FROM records WHERE atom_ids IS NOT NULL OR masses IS NOT NULL"))[0]:
+        rewrite_records(con, "SELECT r.* REPLACE (NULL AS atom_ids, NULL AS masses) FROM records AS r")
+
+
+def rewrite_records(con: duckdb.DuckDBPyConnection, select: str) -> None:
+    """Replace the records table with `select`'s rows (every column of `records`, by name),
+    in (user_key, record_id) order, under exactly the schema's definition (schema.sql: its
+    keys, CHECKs and foreign key, which DuckDB checks on this insert as on any other).
+
+    Why not UPDATE: DuckDB turns an UPDATE of a list column of a table with indexes into a
+    delete and an insert per row, checked one by one and again at commit, about 170 µs a
+    record (28 minutes for 10^7 records); one bulk insert into a fresh table takes ~1 s per
+    10^5 records, and leaves each user's records together, which the chunked user-level
+    sketch reads by zone map (docs/PERFORMANCE.md). Inside the caller's transaction."""
+    # (a new table renamed to records would keep its old name in users' foreign-key entry)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE records_rewrite AS SELECT * FROM ({select}) AS s")
+    con.execute("DROP TABLE records")
+    con.execute(_records_ddl("records"))
+    con.execute("INSERT INTO records BY NAME SELECT * FROM records_rewrite ORDER BY user_key, record_id")
+    con.execute("DROP TABLE records_rewrite")
+
+
+@functools.cache
+def _records_table_body() -> str:
+    match = re.search(r"CREATE TABLE IF NOT EXISTS records \((.*?)\n\);", queries.load("schema"), re.S)
+    if match is None:
+        raise AssertionError("schema.sql has no records table")
+    return match.group(1)
+
+
+def _records_ddl(name: str) -> str:
+    return f"CREATE TABLE {name} ({_records_table_body()}\n)"
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

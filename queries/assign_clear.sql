@@ -1,4 +1,4 @@
 -- A new assignment map replaces every previous assignment row.
 DELETE FROM assignments;
-UPDATE records SET atom_ids = NULL, masses = NULL WHERE atom_ids IS NOT NULL OR masses IS NOT NULL;
+-- (the canonical vectors in records: store.clear_vectors, run with this file)
 DELETE FROM pipeline WHERE step = 'assignments';
