@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import duckdb
 import numpy as np
@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from dpspin_sql import queries, scorers, store
 from dpspin_sql.atoms import current_atoms, current_dictionary_id
+from dpspin_sql.db import only_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
@@ -161,7 +162,7 @@ def check_K(K: int) -> None:
 
 
 def count_target(con: duckdb.DuckDBPyConnection) -> int:
-    return int(con.execute(queries.load("assign_count_target")).fetchone()[0])
+    return int(only_row(con.execute(queries.load("assign_count_target")))[0])
 
 
 def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:

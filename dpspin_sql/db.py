@@ -28,6 +28,15 @@ def transaction(con: Any) -> Iterator[Any]:
     con.execute("COMMIT")
 
 
+def only_row(result: Any) -> tuple:
+    """The one row of a query that always returns exactly one (an aggregate without GROUP
+    BY, a scalar SELECT); fully fetched, as `first_row`."""
+    rows = result.fetchall()
+    if len(rows) != 1:
+        raise RuntimeError(f"expected exactly one row, got {len(rows)}")  # a broken query file
+    return rows[0]
+
+
 def first_row(result: Any) -> tuple | None:
     """The first row of a result, fully fetched: DuckDB refuses register/unregister while
     a result is only partly read (`fetchone` leaves it open)."""

@@ -214,7 +214,7 @@ def _use_store(cur) -> None:
 
 def _budget(cur, dataset: str) -> tuple[float, float]:
     from dpspin_sql import ledger, queries
-    from dpspin_sql.store import first_row
+    from dpspin_sql.db import first_row
 
     row = first_row(cur.execute(queries.load("ledger_budget"), {"dataset": dataset}))
     return (row[0], row[1]) if row else (ledger.DEFAULT_EPSILON_BUDGET, ledger.DEFAULT_DELTA_BUDGET)

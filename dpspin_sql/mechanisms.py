@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import dpspin_sql.opendp_lite as dp
 
+import dpspin_sql.opendp_lite as dp
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import SCALE, ReleaseRequest
 

@@ -5,13 +5,12 @@ about 2 s of every release's start-up (docs/PERFORMANCE.md) for nothing dpspin c
 
     import dpspin_sql.opendp_lite as dp
 """
-from opendp.accuracy import *  # noqa: F401,F403
-from opendp.domains import *  # noqa: F401,F403
-from opendp.measures import *  # noqa: F401,F403
-from opendp.metrics import *  # noqa: F401,F403
-from opendp.mod import *  # noqa: F401,F403
-from opendp.typing import *  # noqa: F401,F403
-
-import opendp.combinators as c  # noqa: E402,F401
-import opendp.measurements as m  # noqa: E402,F401
-import opendp.transformations as t  # noqa: E402,F401
+import opendp.combinators as c  # noqa: F401
+import opendp.measurements as m  # noqa: F401
+import opendp.transformations as t  # noqa: F401
+from opendp.accuracy import *  # noqa: F403
+from opendp.domains import *  # noqa: F403
+from opendp.measures import *  # noqa: F403
+from opendp.metrics import *  # noqa: F403
+from opendp.mod import *  # noqa: F403
+from opendp.typing import *  # noqa: F403

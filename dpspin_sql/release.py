@@ -15,8 +15,8 @@ privacy argument (docs/DESIGN.md §4):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import numpy as np

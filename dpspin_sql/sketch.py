@@ -13,17 +13,18 @@ catalog; it never trusts a flag or a count).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from dpspin_sql import queries
+from dpspin_sql.db import only_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
-from dpspin_sql.store import first_row
 
 __all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
            "target_facts", "canonical_facts", "check_user_level", "compute_sketch", "fixed_bound"]
@@ -121,7 +122,7 @@ def target_facts(con: Any, unit: str, *, keyed: bool = False, count_users: bool 
     if unit == "user" and keyed and not count_users:
         # a release needs the checks, not the number of users (n_units None): with no
         # auxiliary record no user can be shared, and every check is a count of records
-        n_records, n_without_user, n_aux, aux_without_user = first_row(con.execute(
+        n_records, n_without_user, n_aux, aux_without_user = only_row(con.execute(
             "SELECT count(*) FILTER (WHERE split = 'target'), "
             "count(*) FILTER (WHERE split = 'target' AND user_id IS NULL), "
             "count(*) FILTER (WHERE split = 'aux'), count(*) FILTER (WHERE split = 'aux' AND user_id IS NULL) "
@@ -131,18 +132,18 @@ def target_facts(con: Any, unit: str, *, keyed: bool = False, count_users: bool 
             _check_user_facts(n_without_user, 0, aux_without_user)
             return TargetFacts(dictionary_atoms(con), int(n_records), None)
     if unit == "user" and keyed:
-        unkeyed = first_row(con.execute(
+        unkeyed = only_row(con.execute(
             "SELECT count(*) FROM records WHERE user_key IS NULL AND user_id IS NOT NULL"))[0]
-        n_records, n_without_user, n_users, shared, aux_without_user = first_row(
+        n_records, n_without_user, n_users, shared, aux_without_user = only_row(
             con.execute(queries.load("unit_facts_keyed" if unkeyed else "unit_facts_all_keyed")))
         _refuse_empty(n_records)
         _check_user_facts(n_without_user, shared, aux_without_user)
     elif unit == "user":
-        n_records, n_users, n_without_user = first_row(con.execute(queries.load("sketch_units")))
+        n_records, n_users, n_without_user = only_row(con.execute(queries.load("sketch_units")))
         _refuse_empty(n_records)
         check_user_level(con, n_without_user)
     else:
-        n_records = first_row(con.execute(queries.load("target_count")))[0]
+        n_records = only_row(con.execute(queries.load("target_count")))[0]
         _refuse_empty(n_records)
         n_users = n_records
     return TargetFacts(dictionary_atoms(con), int(n_records), int(n_users))
@@ -164,7 +165,7 @@ def check_user_level(con: Any, n_without_user: int) -> None:
     """A user-level release needs a user id on every target record and a user-disjoint split."""
     if n_without_user:
         _check_user_facts(n_without_user, 0, 0)
-    shared, aux_without_user = first_row(con.execute(queries.load("shared_users")))
+    shared, aux_without_user = only_row(con.execute(queries.load("shared_users")))
     _check_user_facts(0, shared, aux_without_user)
 
 
@@ -190,6 +191,7 @@ def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds
         if value > limit:
             raise BadInput("the sketch overflows int64 fixed point; lower -B or split the release")
         mass[index[int(atom_id)]] = value
+    assert bounds.B is not None  # Bounds always sets B
     return Sketch(atom_ids=atom_ids, mass=mass, unit=bounds.unit, K=bounds.K, B=bounds.B,
                   n_records=facts.n_records, n_users=facts.n_units)
 
@@ -246,11 +248,11 @@ def store_plan(con: Any, unit: str, flags: dict) -> list[dict]:
     of user keys. They change how the result is computed, never what it is: `raw` false
     only when `assignments` has no rows; chunks only at user level on a keyed store whose
     target records all have a key (so no user spans two chunks)."""
-    raw = bool(first_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
+    raw = bool(only_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
     flags["raw"] = raw
     if unit != "user" or not flags.get("keyed"):
         return [{}]
-    unkeyed, low, top = first_row(con.execute(
+    unkeyed, low, top = only_row(con.execute(
         "SELECT (SELECT count(*) FROM records WHERE split = 'target' AND user_key IS NULL), "
         "min(user_key), max(user_key) FROM users"))
     flags["all_keyed"] = unkeyed == 0

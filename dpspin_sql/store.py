@@ -7,25 +7,24 @@ nothing.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 
 from dpspin_sql import queries
-from dpspin_sql.db import first_row, lock_timeout, transaction
+from dpspin_sql.db import lock_timeout, only_row, transaction
 from dpspin_sql.errors import BadInput, StoreBusy
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
-_OPEN: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
+_OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 SPLITS = ("aux", "target")
 _SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
 
@@ -89,10 +88,10 @@ def set_up(con: duckdb.DuckDBPyConnection) -> None:
     from dpspin_sql import ledger, udfs
 
     present = queries.load("schema_present")
-    if first_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+    if only_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
         return
     with _SETUP_LOCK:
-        if first_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+        if only_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
             return
         con.execute(queries.load("schema"))
         con.execute(queries.load("schema_migrate"))
@@ -110,7 +109,7 @@ def path_of(con: duckdb.DuckDBPyConnection) -> Path | None:
 def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """A second connection on the same database that sees what `con` sees: the same default
     catalog and search path (so it works on an embedded session too). The caller closes it."""
-    db, search_path = first_row(con.execute("SELECT current_database(), current_setting('search_path')"))
+    db, search_path = only_row(con.execute("SELECT current_database(), current_setting('search_path')"))
     cur = con.cursor()
     cur.execute('USE "' + db.replace('"', '""') + '"')
     if search_path:
@@ -136,19 +135,19 @@ def mark_step(con: duckdb.DuckDBPyConnection, step: str) -> None:
     """Record that a pipeline step ran for the current dictionary (a release checks these
     facts about what the curator did, never the protected records)."""
     con.execute(queries.load("pipeline_mark"), {"step": step,
-                                               "done_at": datetime.now(timezone.utc).replace(tzinfo=None)})
+                                               "done_at": datetime.now(UTC).replace(tzinfo=None)})
 
 
 def step_done(con: duckdb.DuckDBPyConnection, step: str) -> bool:
     """Whether `step` ran for the current dictionary."""
-    return bool(first_row(con.execute(queries.load("pipeline_step"), {"step": step}))[0])
+    return bool(only_row(con.execute(queries.load("pipeline_step"), {"step": step}))[0])
 
 
 def open_connections() -> set:
     return set(_OPEN)
 
 
-def close_all(except_for: set = frozenset()) -> None:
+def close_all(except_for: set | frozenset = frozenset()) -> None:
     """Close the stores opened since `except_for` was taken (the CLI calls it when a command
     ends, so a failed command never leaves a file locked for the next one in the same
     process, while an embedding caller's own connections stay open)."""
@@ -298,7 +297,7 @@ def load_records(
     con.register("staging", staged)
     try:
         try:
-            nulls = first_row(con.execute(queries.load("staging_null_ids")))[0]
+            nulls = only_row(con.execute(queries.load("staging_null_ids")))[0]
         except duckdb.Error as exc:
             raise BadInput(f"cannot load {path}: {read_error(Path(path), fmt, exc)}") from None
         if nulls:
@@ -367,7 +366,7 @@ def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
     from dpspin_sql.request import SCALE
 
     con.execute(queries.load("canonicalise"), {"scale": SCALE})
-    if first_row(con.execute("SELECT count(*) FROM staged_vectors WHERE atom_ids IS NOT NULL"))[0]:
+    if only_row(con.execute("SELECT count(*) FROM staged_vectors WHERE atom_ids IS NOT NULL"))[0]:
         rewrite_records(con, queries.load("update_vectors"))
     con.execute(queries.load("insert_assignments"))
 
@@ -375,7 +374,7 @@ def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
 def clear_vectors(con: duckdb.DuckDBPyConnection) -> None:
     """Drop every canonical vector (a new assignment map, dictionary or split), inside the
     caller's transaction; nothing to do, and nothing rewritten, when there are none."""
-    if first_row(con.execute("SELECT count(*) FROM records WHERE atom_ids IS NOT NULL OR masses IS NOT NULL"))[0]:
+    if only_row(con.execute("SELECT count(*) FROM records WHERE atom_ids IS NOT NULL OR masses IS NOT NULL"))[0]:
         rewrite_records(con, "SELECT r.* REPLACE (NULL AS atom_ids, NULL AS masses) FROM records AS r")
 
 
@@ -411,12 +410,12 @@ def _records_ddl(name: str) -> str:
 
 def counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row counts a status line needs (aux and target records, atoms, assignments)."""
-    row = first_row(con.execute(queries.load("store_counts")))
+    row = only_row(con.execute(queries.load("store_counts")))
     return dict(zip(("aux", "target", "excluded", "users_target", "atoms", "assignments"), row))
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    return first_row(con.execute(queries.load("count_" + table)))[0]
+    return only_row(con.execute(queries.load("count_" + table)))[0]
 
 
 def _first_line(exc: BaseException) -> str:

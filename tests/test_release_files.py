@@ -70,7 +70,7 @@ def test_cli_releases_from_files_and_charges_the_store(db, tmp_path, capsys):
     (["--memory-limit", "lots"], "--memory-limit must be a size"),
 ])
 def test_cli_refuses_bad_file_options_in_one_line(db, tmp_path, capsys, argv, message):
-    rc, out, err = cli(capsys, "release", "--db", db, "--unit", "user", "--mechanism", "laplace", "--epsilon", "0.5",
+    rc, _out, err = cli(capsys, "release", "--db", db, "--unit", "user", "--mechanism", "laplace", "--epsilon", "0.5",
                        "--out", tmp_path / "p.json", *[str(tmp_path / a) if a in ("R",) else a for a in argv])
     assert rc != 0 and message in err and len(err.strip().splitlines()) == 1
     con = store.connect(db, read_only=True)

@@ -21,9 +21,17 @@ from hypothesis import strategies as st
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sketch import SCALE, compute_sketch, fixed_bound
-from tests.helpers.core import (install_atoms, new_store, put_assignments, put_records, reference_sketch,
-                                reference_user_vectors, set_split, sql_record_vectors_of_user_query,
-                                sql_unit_vectors)
+from tests.helpers.core import (
+    install_atoms,
+    new_store,
+    put_assignments,
+    put_records,
+    reference_sketch,
+    reference_user_vectors,
+    set_split,
+    sql_record_vectors_of_user_query,
+    sql_unit_vectors,
+)
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -308,7 +316,7 @@ def test_user_level_refuses_a_split_that_is_not_user_disjoint(tmp_path):
     install_atoms(c, ATOM_IDS)
     put_records(c, [("r0", "u0", "target"), ("r1", "u0", "aux"), ("r2", "u1", "target")])
     put_assignments(c, [("r0", ATOM_IDS[0], 1.0), ("r2", ATOM_IDS[1], 1.0)])
-    with pytest.raises(BadInput, match="1 user.*both the auxiliary and the target split"):
+    with pytest.raises(BadInput, match=r"1 user.*both the auxiliary and the target split"):
         compute_sketch(c, "user", K=3, B=1.0)
     assert compute_sketch(c, "record", K=3).mass.sum() == 2 * SCALE   # record level is unaffected
     set_split(c, ["r1"], "target")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -127,7 +127,8 @@ def release(db: Path = DB,
     from dpspin_sql.release import release as run_release
     from dpspin_sql.request import ReleaseRequest
 
-    chosen = {"adjacency": adjacency, "K": K, "L": L, "interval_confidence": confidence}
+    chosen: dict[str, Any] = {"adjacency": adjacency, "K": K, "L": L, "interval_confidence": confidence}
+    assert mechanism is not None and epsilon is not None and unit is not None  # checked just above
     request = ReleaseRequest(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, B=B,
                              selection_fraction=selection_fraction, calibration=calibration,
                              public_denominator=public_denominator, comparison_margin=comparison_margin,

@@ -15,7 +15,7 @@ from dpspin_sql.engines.settings import EngineSettings
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms, execute_sketch, run_sketch
-from dpspin_sql.source import STORE, SketchSource, UNIT_COLUMN
+from dpspin_sql.source import STORE, UNIT_COLUMN, SketchSource
 from dpspin_sql.sql.rewrite import SketchFilters
 
 
@@ -69,12 +69,12 @@ def file_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, source:
 def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
     import duckdb
 
-    from dpspin_sql.store import first_row
+    from dpspin_sql.db import only_row
 
     users = source.records if source.records is not None else source.assignments
     rows = source.assignments.relation().sql("duckdb")
     try:
-        n_rows = first_row(con.execute(f"SELECT count(*) FROM {rows} AS a"))[0]
+        n_rows = only_row(con.execute(f"SELECT count(*) FROM {rows} AS a"))[0]
         if n_rows == 0:
             raise BadInput("the assignments file has no rows")
         if unit != "user":
@@ -82,16 +82,16 @@ def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
         relation = users.relation().sql("duckdb")
         col = users.physical(UNIT_COLUMN)
         ident = f'"{col}"'
-        without = first_row(con.execute(f"SELECT count(*) FROM {relation} AS s WHERE s.{ident} IS NULL"))[0]
+        without = only_row(con.execute(f"SELECT count(*) FROM {relation} AS s WHERE s.{ident} IS NULL"))[0]
         if without:
             raise BadInput(f"{without} row(s) of the source have no {UNIT_COLUMN}; user-level releases need one "
                            "for every record")
-        n_aux, aux_without_user = first_row(con.execute(queries.load("aux_users")))
+        n_aux, aux_without_user = only_row(con.execute(queries.load("aux_users")))
         if aux_without_user:
             raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot "
                            "tell whether their authors are among the protected users")
         if n_aux:
-            shared = first_row(con.execute(
+            shared = only_row(con.execute(
                 f"SELECT count(DISTINCT CAST(s.{ident} AS VARCHAR)) FROM {relation} AS s "
                 "WHERE CAST(s." + ident + " AS VARCHAR) IN (SELECT user_id FROM records WHERE split = 'aux')"))[0]
             if shared:

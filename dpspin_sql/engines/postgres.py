@@ -76,7 +76,7 @@ class PostgresEngine:
             check_user_level(con, 0)
         if self.pg is None and not self.dsn:
             raise BadInput("the postgres engine needs --pg-dsn (or DPSPIN_PG_DSN)")
-        pg = self.pg or connect(self.dsn)
+        pg = self.pg or connect(self.dsn)  # type: ignore[arg-type]  # dsn checked just above
         try:
             facts = target_facts(pg, bounds.unit)
             rows = pg.execute(sketch_sql(bounds, self.filters, "postgres", pretty=False)).fetchall()

@@ -15,11 +15,13 @@ worker thread; DuckDB's own bar is never printed (stdout carries the plan table)
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dpspin_sql.errors import BadInput
 
@@ -47,7 +49,7 @@ class EngineSettings:
     progress: Callable[[float], None] | None = None
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "EngineSettings":
+    def from_env(cls, **overrides: Any) -> EngineSettings:
         """DPSPIN_MEMORY_LIMIT / DPSPIN_TEMP_DIRECTORY / DPSPIN_THREADS, then `overrides`
         (CLI options; a None override keeps the environment's value)."""
         env = {"memory_limit": check_memory_limit(os.environ.get("DPSPIN_MEMORY_LIMIT"), "DPSPIN_MEMORY_LIMIT"),
@@ -64,7 +66,7 @@ class EngineSettings:
 
     def run(self, con: Any, sql: str, params: dict | None = None) -> list[tuple]:
         """Execute `sql` under these settings and fetch every row."""
-        wanted = {"perfect_ht_threshold": PERFECT_HT_BITS,
+        wanted: dict[str, int | bool | str] = {"perfect_ht_threshold": PERFECT_HT_BITS,
                   "enable_progress_bar": self.progress is not None,
                   "enable_progress_bar_print": False}
         if self.memory_limit:
@@ -82,10 +84,8 @@ class EngineSettings:
             return _with_progress(con, sql, params or {}, self.progress)
         finally:
             for name, value in before.items():
-                try:
+                with contextlib.suppress(Exception):   # the connection may be closing
                     con.execute(f"SET {name} = {_literal(value)}")
-                except Exception:  # noqa: BLE001 - a setting that cannot be put back is harmless
-                    pass
 
 
 def _threads(value: str | None) -> int | None:
@@ -122,7 +122,7 @@ def _with_progress(con: Any, sql: str, params: dict, progress: Callable[[float],
     def work() -> None:
         try:
             result["rows"] = con.execute(sql, params).fetchall()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as exc:
             result["error"] = exc
 
     worker = threading.Thread(target=work, name="dpspin-sketch", daemon=True)

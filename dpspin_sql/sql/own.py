@@ -554,9 +554,9 @@ class OwnEngine:
 
     def sketch(self, con, bounds):
         from dpspin_sql import queries
+        from dpspin_sql.db import first_row
         from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms, execute_sketch
         from dpspin_sql.sql.transpile import sketch_sql
-        from dpspin_sql.store import first_row
 
         atom_ids = dictionary_atoms(con)
         if bounds.unit == "user":

@@ -168,7 +168,7 @@ def for_engine(tree: exp.Expr, dialect: str) -> exp.Expr:
     return tree.transform(division) if dialect in _EXACT_DIV else tree
 
 
-def try_casts(tree: exp.Expression, dialect: str) -> exp.Expression:
+def try_casts(tree: exp.Expr, dialect: str) -> exp.Expr:
     """TRY_CAST where the engine's form is not total: PostgreSQL has none (sqlglot would write a
     CAST, which fails on a record's value: refused, one line); Snowflake's TRY_CAST takes text
     only (sqlglot writes a CAST for anything else), so its argument is made text first."""
@@ -210,7 +210,7 @@ def full_vector(tree: exp.Select) -> exp.Select:
 
 def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, *,
                pretty: bool = True, bind_params: bool = True, complete: bool = False, source=None,
-               store_flags: dict[str, bool] | None = None) -> str:
+               store_flags: dict[str, bool | int] | None = None) -> str:
     """The enforced sketch query for `bounds` (and an audited statement's filters) in `dialect`,
     over `source` (default: the store's tables); with `complete`, as the whole m-vector
     (`full_vector`), as a warehouse runs it. `store_flags` ({"canonical": …, "keyed": …, …:

@@ -3,10 +3,9 @@ written straight into DuckDB (no files), and the path of the real corpora."""
 from __future__ import annotations
 
 import json
-
-import pyarrow as pa
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from dpspin_sql import store
@@ -60,7 +59,7 @@ def cfpb_like(n_per: int = 12, split: str = "aux", start: int = 0, canary: str |
               ("Credit card", "Fees or interest", None, "the card charged a late fee and interest")]
     rows, i = [], start
     for k in range(n_per):
-        for j, (p, iss, sub, text) in enumerate(combos[: 4 - (k % 2)]):
+        for p, iss, sub, text in combos[: 4 - (k % 2)]:
             body = f"{text} case {k}" + (f" {canary}" if canary else "")
             rows.append({"record_id": f"r{i:05d}", "text": body, "split": split,
                          "metadata": {"product": p, "issue": iss, "sub_issue": sub}})
