@@ -119,7 +119,7 @@ def measure_baseline(db: str) -> dict:
     base = rss_now_mb()
     con = store.connect(db)
     t0 = time.perf_counter()
-    con.execute("SELECT a.atom_id, SUM(a.weight) FROM assignments a JOIN records r USING (record_id) "
+    con.execute("SELECT a.atom_id, SUM(a.weight) FROM assignment_rows a JOIN records r USING (record_id) "
                 "WHERE r.split = 'target' GROUP BY a.atom_id").fetchall()
     return {"sketch_s": time.perf_counter() - t0, "release_s": 0.0, "peak_rss_mb": peak_rss_mb(),
             "peak_above_start_mb": peak_rss_mb() - base}

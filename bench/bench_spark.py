@@ -69,7 +69,7 @@ def main() -> None:
         n_records, n_users, n_rows = con.execute(
             "SELECT (SELECT count(*) FROM records WHERE split = 'target'), "
             "(SELECT count(DISTINCT user_id) FROM records WHERE split = 'target'), "
-            "(SELECT count(*) FROM assignments)").fetchall()[0]
+            "(SELECT count(*) FROM assignment_rows)").fetchall()[0]
 
         duck, duck_cold, duck_warm = timed(lambda: DuckDBEngine(audited.filters).sketch(con, audited.request.bounds), args.repeat)
         start = time.perf_counter()

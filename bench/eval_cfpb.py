@@ -79,7 +79,7 @@ def main() -> None:
                    "n_target": ev["n_target"], "fit_s": round(fit_s, 1), "assign_s": report.seconds,
                    "records_per_s": round(report.n_records / max(report.seconds, 1e-9)),
                    "target_embeddings_cached": cached,
-                   "sketch_mass": round(float(con.execute("SELECT sum(weight) FROM assignments").fetchone()[0]), 1)}
+                   "sketch_mass": round(float(con.execute("SELECT sum(weight) FROM assignment_rows").fetchone()[0]), 1)}
             results.append(row)
             print(json.dumps(row), flush=True)
     if args.json:
