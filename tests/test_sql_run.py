@@ -164,7 +164,7 @@ def test_emit_sketch_runs_in_duckdb_and_equals_the_core(con):
     other = duckdb.connect()
     for table, columns in (("records", "record_id, user_id, text, split, metadata"),
                            ("assignments", "record_id, atom_id, weight"), ("atoms", "atom_id, label, description")):
-        rows = con.execute(f"SELECT {columns} FROM {'assignment_rows' if table == 'assignments' else table}").to_arrow_table()
+        rows = con.sql(f"SELECT {columns} FROM {'assignment_rows' if table == 'assignments' else table}").to_arrow_table()
         other.register("t", rows)
         other.execute(f"CREATE TABLE {table} AS SELECT * FROM t")
         other.unregister("t")
