@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+import duckdb
+
+from dpspin_sql.errors import BadInput, StoreBusy
+
+T = TypeVar("T")
 
 
 def lock_timeout() -> float:
@@ -16,10 +23,43 @@ def lock_timeout() -> float:
         return 60.0
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception as one line (DuckDB's messages run over several)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
+    """Run `action` (open or ATTACH the store file `path`), retrying while another process
+    holds the file's lock, up to lock_timeout(); then "store busy" (exit 1). Any other
+    failure is bad input, "cannot <verb> <path>: ..." (exit 2)."""
+    deadline, delay = time.monotonic() + lock_timeout(), 0.02
+    while True:
+        try:
+            return action()
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
+                                "(DPSPIN_LOCK_TIMEOUT); nothing was done") from None
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        except duckdb.Error as exc:
+            raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
+
+
 @contextmanager
-def transaction(con: Any) -> Iterator[Any]:
-    """All-or-nothing: a failure inside rolls back and re-raises."""
-    con.execute("BEGIN TRANSACTION")
+def transaction(con: Any, *, join: bool = False) -> Iterator[Any]:
+    """All-or-nothing: a failure inside rolls back and re-raises. With `join`, a transaction
+    the caller already has open is used as it is (DuckDB refuses a nested BEGIN)."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        if not join:
+            raise
+        yield con
+        return
     try:
         yield con
     except BaseException:

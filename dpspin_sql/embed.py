@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql.errors import BadInput, StoreBusy
+from dpspin_sql.errors import BadInput
 
 CATALOG = "dpspin"
 # the tables that make a database a dpspin store (queries/schema.sql)
@@ -181,26 +180,16 @@ def _is_store(cur, catalog: str | None) -> bool:
 
 def _attach(cur, path: Path) -> None:
     """ATTACH the store, waiting (like store.connect) while another process holds the file."""
-    from dpspin_sql.store import lock_timeout
+    from dpspin_sql.db import waiting_for_lock
 
     literal = "'" + str(path).replace("'", "''") + "'"
-    deadline, delay = time.monotonic() + lock_timeout(), 0.02
-    while True:
-        try:
-            with _LOCK:   # two threads attaching at once: the second finds it attached
-                if _attached_path(cur) is None:
-                    cur.execute(f"ATTACH {literal} AS {CATALOG}")
-            return
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise BadInput(f"cannot attach {path}: {_first_line(exc)}") from None
-            if time.monotonic() >= deadline:
-                raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
-                                "(DPSPIN_LOCK_TIMEOUT); nothing was done") from None
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
-        except duckdb.Error as exc:
-            raise BadInput(f"cannot attach {path}: {_first_line(exc)}") from None
+
+    def attach() -> None:
+        with _LOCK:   # two threads attaching at once: the second finds it attached
+            if _attached_path(cur) is None:
+                cur.execute(f"ATTACH {literal} AS {CATALOG}")
+
+    waiting_for_lock(attach, path, "attach")
 
 
 def _use_store(cur) -> None:
@@ -220,6 +209,4 @@ def _budget(cur, dataset: str) -> tuple[float, float]:
     return (row[0], row[1]) if row else (ledger.DEFAULT_EPSILON_BUDGET, ledger.DEFAULT_DELTA_BUDGET)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+

@@ -13,8 +13,7 @@ catalog; it never trusts a flag or a count).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpspin_sql import queries
-from dpspin_sql.db import only_row
+from dpspin_sql.db import only_row, transaction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
 
@@ -280,23 +279,10 @@ def _chunk_settings(settings: Any, report: Any, i: int, n: int) -> Any:
     return replace(settings, progress=lambda done: report((i + min(max(done, 0.0), 1.0)) / n))
 
 
-@contextmanager
-def snapshot(con: Any) -> Iterator[Any]:
+def snapshot(con: Any):
     """One read snapshot for the sketch's queries: a transaction of its own, or the
-    caller's when one is open (DuckDB refuses a nested BEGIN)."""
-    import duckdb
-
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
-        yield con
-        return
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+    caller's when one is open."""
+    return transaction(con, join=True)
 
 
 def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str) -> list[tuple]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,8 +19,8 @@ from pathlib import Path
 import duckdb
 
 from dpspin_sql import queries
-from dpspin_sql.db import lock_timeout, only_row, transaction
-from dpspin_sql.errors import BadInput, StoreBusy
+from dpspin_sql.db import first_line, only_row, transaction, waiting_for_lock
+from dpspin_sql.errors import BadInput
 
 FORMATS = ("csv", "jsonl", "json", "parquet")
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
@@ -64,21 +63,7 @@ def check_store_path(path: Path, *, create: bool, option: str = "--db") -> None:
 
 
 def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    deadline = time.monotonic() + lock_timeout()
-    delay = 0.02
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
-            if time.monotonic() >= deadline:
-                raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
-                                "(DPSPIN_LOCK_TIMEOUT); nothing was done") from None
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
-        except duckdb.Error as exc:
-            raise BadInput(f"cannot open {path}: {_first_line(exc)}") from None
+    return waiting_for_lock(lambda: duckdb.connect(str(path), read_only=read_only), path, "open")
 
 
 def set_up(con: duckdb.DuckDBPyConnection) -> None:
@@ -418,5 +403,4 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return only_row(con.execute(queries.load("count_" + table)))[0]
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+_first_line = first_line
