@@ -111,3 +111,20 @@ def test_the_plan_chunks_only_a_fully_keyed_store(con, monkeypatch):
     flags = {"canonical": True, "keyed": True}
     assert store_plan(con, "user", flags) == [{}] and flags["all_keyed"] is False
     assert store_plan(con, "record", {"keyed": True}) == [{}]
+
+
+# The enforcement every record without a proven-canonical vector takes: the store query
+# repeats these CTEs of the core query (queries/sketch_<unit>.sql); they must stay the same.
+SHARED_ENFORCEMENT = {
+    "record": ("positive", "per_record", "irregular", "deduplicated", "ranked", "kept"),
+    "user": ("positive", "per_record", "irregular", "deduplicated", "ranked", "kept", "record_vectors"),
+}
+
+
+@pytest.mark.parametrize("unit", sorted(SHARED_ENFORCEMENT))
+def test_the_store_query_repeats_the_core_enforcement_verbatim(unit):
+    from dpspin_sql.sql import rewrite
+
+    core, fast = rewrite.core_query(unit), rewrite.store_query(unit)
+    for name in SHARED_ENFORCEMENT[unit]:
+        assert rewrite.cte(fast, name).sql() == rewrite.cte(core, name).sql(), name
