@@ -297,14 +297,23 @@ def _verified_head(con) -> tuple[int, str]:
 
 
 def _verified_costs(con, dataset: str) -> tuple[list[float], list[float]]:
-    """What `dataset` spent, each row's charge checked against its own measurements' maps."""
+    """What `dataset` spent, each row's charge checked against its own measurements' maps.
+    Rows with the very same measurements text (a release repeated) are rebuilt once: the
+    map of a deserialised measurement is a function of that text."""
     eps_costs, delta_costs = [], []
+    seen: dict[str, tuple[float, float] | None] = {}
     for eps, delta, measurements_text, release_id in con.execute(queries.load("ledger_costs"),
                                                                  {"dataset": dataset}).fetchall():
-        try:
-            recomputed = recompute_cost(json.loads(measurements_text)) if measurements_text else (eps, delta)
-        except Exception:
-            recomputed = None
+        if not measurements_text:
+            recomputed: tuple[float, float] | None = (eps, delta)
+        elif measurements_text in seen:
+            recomputed = seen[measurements_text]
+        else:
+            try:
+                recomputed = recompute_cost(json.loads(measurements_text))
+            except Exception:
+                recomputed = None
+            seen[measurements_text] = recomputed
         if recomputed != (float(eps), float(delta)):
             raise LedgerTampered(f"refused: release {release_id} is charged (ε={eps:g}, δ={delta:g}) but its "
                                  "measurements say otherwise; run dpspin budget --verify; nothing was charged")

@@ -13,7 +13,8 @@ catalog; it never trusts a flag or a count).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -122,10 +123,7 @@ def target_facts(con: Any, unit: str, *, keyed: bool = False, count_users: bool 
         # a release needs the checks, not the number of users (n_units None): with no
         # auxiliary record no user can be shared, and every check is a count of records
         n_records, n_without_user, n_aux, aux_without_user = only_row(con.execute(
-            "SELECT count(*) FILTER (WHERE split = 'target'), "
-            "count(*) FILTER (WHERE split = 'target' AND user_id IS NULL), "
-            "count(*) FILTER (WHERE split = 'aux'), count(*) FILTER (WHERE split = 'aux' AND user_id IS NULL) "
-            "FROM records"))
+            queries.load("split_record_counts")))
         if not n_aux:
             _refuse_empty(n_records)
             _check_user_facts(n_without_user, 0, aux_without_user)
@@ -199,7 +197,7 @@ def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds
 # hash table holds about this many users' rows, so the peak memory stays a fraction of the
 # whole split's. DPSPIN_CHUNK_USERS overrides it (tests use tiny chunks).
 CHUNK_USERS = 1 << 17
-_SENTINELS = (8_071_903_316_041, 8_071_903_316_042)   # no INTEGER key is either
+_SENTINELS = (8_071_903_316_041, 8_071_903_316_042)   # no INTEGER key is either (sql.compiled.SENTINELS)
 
 
 def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None,
@@ -213,42 +211,61 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
     every row before any bound is imposed, so every record takes the full enforcement).
     Everything is read in one transaction (one snapshot): the facts, the flags the query
     is specialised on (`store_plan`), and every chunk of the query."""
-    from dpspin_sql.sql.transpile import sketch_sql
-
     with snapshot(con):
         facts_c = canonical_facts(con)
         facts = target_facts(con, bounds.unit, keyed=facts_c.keyed, count_users=count_users)
         flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
                  "keyed": facts_c.keyed}
-        chunks = store_plan(con, bounds.unit, flags)
+        chunks = store_plan(con, bounds.unit, flags, K=bounds.K)
         total: dict[int, int] = {}
         report = getattr(settings, "progress", None)
         # rendered once (sqlglot takes ~0.2 s a query); each chunk's bounds replace two
         # sentinel literals that occur exactly once each
         marks = {"lo": _SENTINELS[0], "hi": _SENTINELS[1]} if chunks[0] else {}
-        template = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False,
-                              store_flags=flags | ({"chunked": True} | marks if marks else {}))
+        template = store_query(bounds, filters, flags | ({"chunked": True} | marks if marks else {}))
         if marks and any(template.count(str(v)) != 1 for v in marks.values()):
             raise AssertionError("the chunk bounds of the store query are not where they belong")
-        for i, chunk in enumerate(chunks):
-            sql = template
-            for name, mark in marks.items():
-                sql = sql.replace(str(mark), str(int(chunk[name])))
-            part = _chunk_settings(settings, report, i, len(chunks))
-            for atom_id, mass in execute_sketch(con, sql, bounds.params(), part,
-                                                "the sketch query failed on this store"):
-                total[int(atom_id)] = total.get(int(atom_id), 0) + int(mass)   # exact: Python integers
+        settings = settings or _settings_from_env()
+        failure = "the sketch query failed on this store"
+        with _mapped_errors(failure), settings.applied(con):
+            for i, chunk in enumerate(chunks):
+                sql = template
+                for name, mark in marks.items():
+                    sql = sql.replace(str(mark), str(int(chunk[name])))
+                part = _chunk_settings(settings, report, i, len(chunks))
+                for atom_id, mass in execute_sketch(con, sql, bounds.params(), part, failure, applied=True):
+                    total[int(atom_id)] = total.get(int(atom_id), 0) + int(mass)   # exact: Python integers
     return assemble(facts, sorted(total.items()), bounds)
 
 
-def store_plan(con: Any, unit: str, flags: dict) -> list[dict]:
+def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
+    """The store query specialised on `flags`, unbound: its compiled render where there is
+    one (queries/compiled_*.sql, no sqlglot) and the statement has no filters, else
+    rendered now."""
+    from dpspin_sql.sql import compiled
+
+    text = compiled.lookup(bounds.unit, flags) if filters is None else None
+    if text is not None:
+        return text
+    from dpspin_sql.sql.transpile import sketch_sql
+
+    return sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
+
+
+def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None) -> list[dict]:
     """The flags that specialise the store query (queries/sketch_store_*.sql), read in the
     caller's transaction, and its chunks: [{}] (one query) or one {chunked, lo, hi} per range
     of user keys. They change how the result is computed, never what it is: `raw` false
-    only when `assignments` has no rows; chunks only at user level on a keyed store whose
-    target records all have a key (so no user spans two chunks)."""
+    only when `assignments` has no rows; `all_fast` only when, besides, no target record
+    fails the fast test for this K (so the slow branch would be empty); chunks only at user
+    level on a keyed store whose target records all have a key (so no user spans two
+    chunks)."""
     raw = bool(only_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
     flags["raw"] = raw
+    keyed = unit == "user"
+    flags["all_fast"] = bool(
+        K is not None and flags.get("canonical") and not raw and (flags.get("keyed") or not keyed)
+        and not only_row(con.execute(queries.load("sketch_slow_count"), {"K": int(K), "keyed": keyed}))[0])
     if unit != "user" or not flags.get("keyed"):
         return [{}]
     unkeyed, low, top = only_row(con.execute(
@@ -285,17 +302,28 @@ def snapshot(con: Any):
     return transaction(con, join=True)
 
 
-def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str) -> list[tuple]:
+def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str, *,
+                   applied: bool = False) -> list[tuple]:
     """Run a sketch query under the engine settings (memory limit, spill directory, progress,
-    sketch.perfect hash threshold); a DuckDB error becomes `failure`, never the engine's
-    message (it can quote protected values)."""
-    import duckdb
+    perfect hash threshold; already on `con` when `applied`); a DuckDB error becomes
+    `failure`, never the engine's message (it can quote protected values)."""
+    settings = settings or _settings_from_env()
+    with _mapped_errors(failure):
+        return settings.fetch(con, sql, params) if applied else settings.run(con, sql, params)
 
+
+def _settings_from_env() -> Any:
     from dpspin_sql.engines.settings import EngineSettings
 
-    settings = settings or EngineSettings.from_env()
+    return EngineSettings.from_env()
+
+
+@contextmanager
+def _mapped_errors(failure: str) -> Iterator[None]:
+    import duckdb
+
     try:
-        return settings.run(con, sql, params)
+        yield
     except duckdb.Error:
         raise BadInput(failure) from None
 

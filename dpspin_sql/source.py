@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp
+if TYPE_CHECKING:   # sqlglot is imported where a relation is built: a store release needs none
+    from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 
@@ -59,6 +60,8 @@ class Relation:
 
     def scan(self) -> exp.Expression:
         """The FROM item: the table, or DuckDB's reader of the file (a literal path)."""
+        from sqlglot import exp
+
         if self.table is not None:
             return exp.to_table(self.table)
         path = exp.Literal.string(str(self.path))
@@ -71,6 +74,8 @@ class Relation:
     def relation(self, extra: dict[str, exp.Expression] | None = None) -> exp.Expression:
         """A subquery with every column under its logical name (renamed ones renamed, the
         others as they are) plus `extra` constant columns, e.g. split = 'target'."""
+        from sqlglot import exp
+
         renames = [(phys, logical) for logical, phys in self.columns if logical != phys]
         star = exp.Star(**({"rename": [exp.Alias(this=exp.column(p), alias=exp.to_identifier(lg))
                                         for p, lg in renames]} if renames else {}))
@@ -79,6 +84,8 @@ class Relation:
 
 
 def _named(name: str, value: exp.Expression) -> exp.Expression:
+    from sqlglot import exp
+
     return exp.PropertyEQ(this=exp.to_identifier(name), expression=value)
 
 

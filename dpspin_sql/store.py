@@ -72,16 +72,28 @@ def set_up(con: duckdb.DuckDBPyConnection) -> None:
     store write nothing and cannot conflict)."""
     from dpspin_sql import ledger, udfs
 
-    present = queries.load("schema_present")
-    if only_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+    if _schema_present(con):
         return
     with _SETUP_LOCK:
-        if only_row(con.execute(present, {"macros": list(udfs.NAMES)}))[0]:
+        if _schema_present(con):
             return
         con.execute(queries.load("schema"))
         con.execute(queries.load("schema_migrate"))
         udfs.register(con)
         ledger.migrate(con)
+
+
+def _schema_present(con: duckdb.DuckDBPyConnection) -> bool:
+    from dpspin_sql import udfs
+
+    present, database = only_row(con.execute(queries.load("schema_present")))
+    if not present:
+        return False
+    try:
+        con.execute(udfs.probe(database)).fetchall()
+    except duckdb.Error:
+        return False
+    return True
 
 
 def path_of(con: duckdb.DuckDBPyConnection) -> Path | None:

@@ -1,5 +1,5 @@
--- Is this connection's default database already at the current schema, with the
--- package's macros? (read-only). Scoped to current_database(): another attached
+-- Is this connection's default database already at the current schema? (read-only; the
+-- package's macros are probed apart: store.set_up, udfs.probe). Scoped to current_database(): another attached
 -- database (a user's, when the store is embedded with dpspin_sql.install) never counts.
 SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
         AND schema_name = 'main' AND table_name = 'ledger_head') = 1
@@ -12,7 +12,5 @@ SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_datab
    AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
         AND schema_name = 'main' AND table_name = 'records' AND column_name = 'masses') = 1
    AND (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()
-        AND schema_name = 'main' AND view_name = 'assignment_rows') = 1
-   AND (SELECT count(DISTINCT function_name) FROM duckdb_functions()
-        WHERE database_name = current_database() AND schema_name = 'main'
-          AND function_name IN (SELECT unnest($macros::VARCHAR[]))) = len($macros::VARCHAR[]);
+        AND schema_name = 'main' AND view_name = 'assignment_rows') = 1,
+       current_database();

@@ -19,6 +19,9 @@
 -- through the filter). $raw says the `assignments` table has rows (read in the same
 -- transaction, sketch.run_sketch): without any, no record has raw rows, and the fast test
 -- reads no record id (the target records' strings are read only for the slow ones).
+-- $all_fast says every target record of the snapshot is fast (sketch.store_plan counts the
+-- others in the same transaction): then the slow branch is empty and is left out of the
+-- plan, so no record's strings are read at all.
 WITH target AS NOT MATERIALIZED (
     SELECT record_id, atom_ids, masses FROM records WHERE split = 'target'
 ),
@@ -27,8 +30,8 @@ raw_records AS (
 ),
 flagged AS NOT MATERIALIZED (
     SELECT t.record_id, t.atom_ids, t.masses,
-           COALESCE($canonical AND len(t.atom_ids) <= $K AND len(t.masses) <= $K
-                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records)), FALSE) AS fast
+           COALESCE($all_fast OR ($canonical AND len(t.atom_ids) <= $K AND len(t.masses) <= $K
+                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records))), FALSE) AS fast
     FROM target AS t
 ),
 fast_vectors AS (
@@ -37,7 +40,7 @@ fast_vectors AS (
     WHERE v > 0
 ),
 slow AS (
-    SELECT record_id, atom_ids, masses FROM flagged WHERE NOT fast
+    SELECT record_id, atom_ids, masses FROM flagged WHERE NOT fast AND NOT $all_fast
 ),
 cleaned AS (
     SELECT a.record_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w

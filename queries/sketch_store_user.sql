@@ -18,6 +18,9 @@
 -- chunks of each chunk's Σ_u Clip_B is the Σ_u Clip_B of the whole split, exactly, in
 -- integers; a chunk's hash tables are a fraction of the whole's: the memory bound);
 -- $all_keyed: every target record has a key, so no slow record looks its key up in `users`.
+-- $all_fast: every target record of the snapshot is fast (sketch.store_plan counts the
+-- others in the same transaction), so the slow branch is empty and left out of the plan:
+-- no record's strings are read at all.
 WITH target AS NOT MATERIALIZED (
     SELECT record_id, user_id, user_key, atom_ids, masses FROM records
     WHERE split = 'target' AND (NOT $chunked OR (user_key >= $lo AND user_key < $hi))
@@ -27,9 +30,9 @@ raw_records AS (
 ),
 flagged AS NOT MATERIALIZED (
     SELECT t.record_id, t.user_id, t.user_key, t.atom_ids, t.masses,
-           COALESCE($canonical AND $keyed AND t.user_key IS NOT NULL AND len(t.atom_ids) <= $K
+           COALESCE($all_fast OR ($canonical AND $keyed AND t.user_key IS NOT NULL AND len(t.atom_ids) <= $K
                     AND len(t.masses) <= $K
-                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records)), FALSE) AS fast
+                    AND (NOT $raw OR t.record_id NOT IN (SELECT record_id FROM raw_records))), FALSE) AS fast
     FROM target AS t
 ),
 fast_vectors AS (
@@ -42,7 +45,7 @@ slow AS (
            f.atom_ids, f.masses
     FROM flagged AS f
     LEFT JOIN (SELECT user_id, user_key FROM users WHERE NOT $all_keyed) AS u ON u.user_id = f.user_id
-    WHERE NOT f.fast
+    WHERE NOT f.fast AND NOT $all_fast
 ),
 cleaned AS (
     SELECT a.record_id, t.user_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w

@@ -128,3 +128,35 @@ def test_the_store_query_repeats_the_core_enforcement_verbatim(unit):
     core, fast = rewrite.core_query(unit), rewrite.store_query(unit)
     for name in SHARED_ENFORCEMENT[unit]:
         assert rewrite.cte(fast, name).sql() == rewrite.cte(core, name).sql(), name
+
+
+@pytest.mark.parametrize("unit", ["record", "user"])
+def test_all_fast_only_when_no_target_record_would_take_the_slow_branch(con, unit):
+    """$all_fast drops the slow branch from the plan; it is set only when the snapshot proves
+    that branch empty: a vector longer than the release's K, an unkeyed record (user level)
+    or any raw row turns it off, and the sketch is the reference's either way."""
+    records = [(f"r{i}", f"u{i % 5}", "target") for i in range(24)]      # r20-r23: never assigned
+    rows = [(f"r{i}", ATOM_IDS[(i + j) % len(ATOM_IDS)], 0.25) for i in range(20) for j in range(1 + i % 3)]
+    ids = {r[0] for r in records}
+    B = 1.0 if unit == "user" else None
+    # an unkeyed record without a vector gives no row on either branch: still all fast
+    cases = [(3, ids, True), (2, ids, False), (3, ids - {"r4"}, unit == "record"), (3, ids - {"r21"}, True)]
+    for K, keyed, expected in cases:
+        load_mixed(con, records, rows, ids, keyed)
+        flags = {"canonical": True, "keyed": True}
+        store_plan(con, unit, flags, K=K)
+        assert flags["all_fast"] is expected, (K, sorted(ids - keyed))
+        assert compute_sketch(con, unit, K, B).mass.tolist() == reference_sketch(records, rows, ATOM_IDS, unit, K, B)
+    load_mixed(con, records, rows, ids - {"r0"}, ids)          # r0's rows stay raw
+    flags = {"canonical": True, "keyed": True}
+    store_plan(con, unit, flags, K=3)
+    assert flags["raw"] is True and flags["all_fast"] is False
+    assert compute_sketch(con, unit, 3, B).mass.tolist() == reference_sketch(records, rows, ATOM_IDS, unit, 3, B)
+    flags = {"canonical": False, "keyed": True}
+    load_mixed(con, records, rows, ids, ids)
+    store_plan(con, unit, flags, K=3)
+    assert flags["all_fast"] is False
+    con.execute("UPDATE records SET masses = NULL WHERE record_id = 'r3'")     # half a vector: slow
+    flags = {"canonical": True, "keyed": True}
+    store_plan(con, unit, flags, K=3)
+    assert flags["all_fast"] is False

@@ -8,7 +8,7 @@ renormalisation. Either way the atoms, the dictionary and the ledger are the sto
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpspin_sql import queries, store
 from dpspin_sql.engines.settings import EngineSettings
@@ -16,7 +16,9 @@ from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms, execute_sketch, run_sketch
 from dpspin_sql.source import STORE, UNIT_COLUMN, SketchSource
-from dpspin_sql.sql.rewrite import SketchFilters
+
+if TYPE_CHECKING:   # the rewrite (sqlglot) is imported only where a query is rendered
+    from dpspin_sql.sql.rewrite import SketchFilters
 
 
 def require_assignments(con: Any) -> None:

@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql.request import Bounds
+from dpspin_sql.sql.compiled import STORE_FLAGS
 from dpspin_sql.sql.rewrite import BASE_DIALECT, SketchFilters, rewrite
 
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
@@ -131,12 +132,6 @@ def fold_constants(tree: exp.Expr) -> exp.Expr:
                 else:
                     node.replace(folded)
     return tree
-
-
-# The store query's flags (sketch.run_sketch) and the value each takes when not given: the
-# conservative one (raw rows may exist, one query over every user, keys looked up).
-STORE_FLAGS: dict[str, bool | int] = {"canonical": False, "keyed": False, "raw": True, "chunked": False,
-                                      "all_keyed": False, "lo": 0, "hi": 0}
 
 
 def for_engine(tree: exp.Expr, dialect: str) -> exp.Expr:
