@@ -226,6 +226,7 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
         if marks and any(template.count(str(v)) != 1 for v in marks.values()):
             raise AssertionError("the chunk bounds of the store query are not where they belong")
         settings = settings or _settings_from_env()
+        params = used_params(template, bounds.params())
         failure = "the sketch query failed on this store"
         with _mapped_errors(failure), settings.applied(con):
             for i, chunk in enumerate(chunks):
@@ -233,7 +234,7 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
                 for name, mark in marks.items():
                     sql = sql.replace(str(mark), str(int(chunk[name])))
                 part = _chunk_settings(settings, report, i, len(chunks))
-                for atom_id, mass in execute_sketch(con, sql, bounds.params(), part, failure, applied=True):
+                for atom_id, mass in execute_sketch(con, sql, params, part, failure, applied=True):
                     total[int(atom_id)] = total.get(int(atom_id), 0) + int(mass)   # exact: Python integers
     return assemble(facts, sorted(total.items()), bounds)
 
@@ -250,6 +251,14 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
     from dpspin_sql.sql.transpile import sketch_sql
 
     return sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
+
+
+def used_params(sql: str, params: dict) -> dict:
+    """The bound parameters `sql` names (DuckDB refuses a value for one it does not: the
+    fast store queries need no $K or $scale)."""
+    import re
+
+    return {k: v for k, v in params.items() if re.search(rf"\${re.escape(k)}\b", sql)}
 
 
 def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None) -> list[dict]:

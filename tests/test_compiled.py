@@ -89,7 +89,8 @@ def test_a_release_over_a_project_store_runs_a_compiled_query_without_sqlglot(tm
         flags = dict(canonical=True, keyed=True)
         assert store_plan(con, {unit!r}, flags, K=3) == [{{}}] and flags["all_fast"], flags
         rendered = sketch_sql(request.bounds, None, "duckdb", bind_params=False, store_flags=flags)
-        want = dict(con.execute(rendered, request.bounds.params()).fetchall())
+        from dpspin_sql.sketch import used_params
+        want = dict(con.execute(rendered, used_params(rendered, request.bounds.params())).fetchall())
         assert got.mass.tolist() == [want.get(int(a), 0) for a in got.atom_ids], "compiled != rendered"
         """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(_root()))

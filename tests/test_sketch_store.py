@@ -160,3 +160,48 @@ def test_all_fast_only_when_no_target_record_would_take_the_slow_branch(con, uni
     flags = {"canonical": True, "keyed": True}
     store_plan(con, unit, flags, K=3)
     assert flags["all_fast"] is False
+
+
+# The slow-branch-free store queries (sketch_store_<unit>_fast.sql) keep these parts of the
+# full store query verbatim; the rest is the full query's fast branch without the union.
+SHARED_WITH_FAST = {"record": (), "user": ("keyed_sums",)}
+
+
+@pytest.mark.parametrize("unit", sorted(SHARED_WITH_FAST))
+def test_the_fast_store_query_is_the_store_querys_fast_branch(unit):
+    from dpspin_sql.sql import rewrite
+
+    full, fast = rewrite.store_query(unit), rewrite.store_query(unit, fast=True)
+    for name in SHARED_WITH_FAST[unit]:
+        assert rewrite.cte(fast, name).sql() == rewrite.cte(full, name).sql(), name
+    final = [t.copy() for t in (full, fast)]
+    for t in final:                                      # the same last step over the vectors
+        t.set("with_", None)
+        t.set("from_", None)
+    assert final[0].sql() == final[1].sql()
+    assert rewrite.cte(fast, "target").args["where"].sql() == rewrite.cte(full, "target").args["where"].sql()
+
+
+@pytest.mark.parametrize("unit", ["record", "user"])
+def test_a_records_filter_on_an_all_fast_store_is_the_reference_on_the_chosen_records(con, unit):
+    """A DP statement's records filter goes into the fast query's `target` as into the full
+    one's: the sketch is the reference's over the records it keeps."""
+    import sqlglot
+
+    from dpspin_sql.request import Bounds
+    from dpspin_sql.sketch import run_sketch
+    from dpspin_sql.sql.rewrite import SketchFilters
+
+    records = [(f"r{i:02d}", f"u{i % 4}", "target") for i in range(16)]
+    rows = [(f"r{i:02d}", ATOM_IDS[(i + j) % len(ATOM_IDS)], 0.3) for i in range(16) for j in range(1 + i % 3)]
+    ids = {r[0] for r in records}
+    load_mixed(con, records, rows, ids, ids)
+    flags = {"canonical": True, "keyed": True}
+    store_plan(con, unit, flags, K=3)
+    assert flags["all_fast"] is True
+    B = 1.0 if unit == "user" else None
+    filters = SketchFilters(records=sqlglot.parse_one("record_id < 'r09'", read="duckdb"))
+    got = run_sketch(con, Bounds(unit, 3, B), filters).mass.tolist()
+    kept = [r for r in records if r[0] < "r09"]
+    want = reference_sketch(kept, [r for r in rows if r[0] < "r09"], ATOM_IDS, unit, 3, B)
+    assert got == want and sum(got) > 0

@@ -66,9 +66,10 @@ def core_query(unit: str) -> exp.Select:
     return _parsed(f"sketch_{unit}").copy()
 
 
-def store_query(unit: str) -> exp.Select:
-    """A fresh copy of the DuckDB store query for `unit` (sketch_store_<unit>.sql)."""
-    return _parsed(f"sketch_store_{unit}").copy()
+def store_query(unit: str, *, fast: bool = False) -> exp.Select:
+    """A fresh copy of the DuckDB store query for `unit` (sketch_store_<unit>.sql; with
+    `fast`, sketch_store_<unit>_fast.sql, for a snapshot whose every record is fast)."""
+    return _parsed(f"sketch_store_{unit}_fast" if fast else f"sketch_store_{unit}").copy()
 
 
 def cte(tree: exp.Select, name: str) -> exp.Select:
@@ -82,13 +83,15 @@ _cte = cte
 
 
 def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE_DIALECT, source=None, *,
-            store: bool = False) -> exp.Select:
+            store: bool = False, fast: bool = False) -> exp.Select:
     """The enforced sketch query for `unit` over `source` (default: the store's tables) with an
     audited statement's `filters` injected in their total form for `dialect` (the engine the
     query will run on), in DuckDB SQL with $K/$scale/$bound placeholders ($canonical and
-    $keyed too with `store`, the DuckDB store query). Without filters or a source it is the
-    core query as written."""
-    tree = store_query(unit) if store else core_query(unit)
+    $keyed too with `store`, the DuckDB store query; its slow-branch-free form with `fast`).
+    Without filters or a source it is the core query as written."""
+    tree = store_query(unit, fast=fast) if store else core_query(unit)
+    if fast and filters is not None and filters.assignments is not None:
+        raise AssertionError("a filter on assignment columns needs the full store query")
     if source is not None and not source.store:
         tree = bind_source(tree, unit, source)
     if filters is not None and filters.records is not None:

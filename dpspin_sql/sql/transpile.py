@@ -218,7 +218,8 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
     store = store_flags is not None
     if store and dialect != BASE_DIALECT:
         raise ValueError("the store query is DuckDB's own; other engines run the portable one")
-    select = rewrite(bounds.unit, filters, dialect, source, store=store)
+    select = rewrite(bounds.unit, filters, dialect, source, store=store,
+                     fast=bool(store_flags is not None and store_flags.get("all_fast")))
     tree = inline_macros(full_vector(select) if complete else select)
     if store_flags is not None:
         unknown = set(store_flags) - set(STORE_FLAGS)
