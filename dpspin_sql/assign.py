@@ -116,7 +116,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         rows, atom_ids, weights = result
         n_records += batch.num_rows
         n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
-        n_rows += _stage(con, batch.column(0), rows, atom_ids, weights)
+        n_rows += _stage(con, batch.column(0), rows, atom_ids, weights, dictionary)
         if progress is not None:
             progress(batch.num_rows)
 
@@ -126,8 +126,9 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
         with transaction(con):
             con.execute(queries.load("assign_clear"))
             store.clear_vectors(con)
-            con.execute("CREATE OR REPLACE TEMP TABLE assign_staged (record_id VARCHAR, atom_id INTEGER, "
-                        "weight DOUBLE)")
+            dictionary = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
+            con.execute("CREATE OR REPLACE TEMP TABLE staged_vectors (record_id VARCHAR, atom_ids INTEGER[], "
+                        "masses INTEGER[])")
             con.execute(queries.load("assign_save_scorer"),
                         {"scorer": fitted.to_bytes(), "dictionary_id": dictionary_id})
             if workers <= 1:
@@ -148,7 +149,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
             store.mark_step(con, "assignments")
     finally:
         reader.close()
-        con.execute("DROP TABLE IF EXISTS assign_staged")
+        con.execute("DROP TABLE IF EXISTS staged_vectors")
     return AssignReport(scorer=fitted.kind, K=K, m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
                         n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
@@ -165,32 +166,34 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
     return int(only_row(con.execute(queries.load("assign_count_target")))[0])
 
 
-def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray) -> int:
-    """Append one batch's assignment rows to the temporary `assign_staged`, columnar: Arrow
-    arrays straight into DuckDB. They are stored once, after the last batch (`_write_staged`):
-    canonicalising batch by batch re-read the whole records table for every batch."""
+def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray,
+           dictionary: np.ndarray) -> int:
+    """One batch into the store, columnar (Arrow straight into DuckDB): the canonical
+    vectors to `staged_vectors`, written into `records` once after the last batch
+    (`_write_staged`: rewriting the records table batch by batch would re-read it every
+    time), and every other record's rows to `assignments` as given (dpspin_sql.canonical:
+    what queries/canonicalise.sql does to staged rows, on the batch's arrays)."""
     if not rows.size:
         return 0
-    con.register("assign_batch", pa.table({
-        "record_id": record_ids.take(pa.array(rows)).cast(pa.string()),
-        "atom_id": pa.array(atom_ids.astype(np.int32)),
-        "weight": pa.array(weights, pa.float64())}))
-    try:
-        con.execute("INSERT INTO assign_staged SELECT record_id, atom_id, weight FROM assign_batch")
-    finally:
-        con.unregister("assign_batch")
+    from dpspin_sql.canonical import batch_vectors
+
+    batch = batch_vectors(record_ids, rows, atom_ids, weights, dictionary)
+    for name, table, insert in (("assign_vectors", batch.vectors, "INSERT INTO staged_vectors SELECT * FROM "),
+                                ("assign_raw", batch.raw, "INSERT INTO assignments (record_id, atom_id, weight) "
+                                                          "SELECT * FROM ")):
+        if table.num_rows:
+            con.register(name, table)
+            try:
+                con.execute(insert + name)
+            finally:
+                con.unregister(name)
     return int(rows.size)
 
 
 def _write_staged(con) -> None:
-    """Store every staged row at once (canonical vectors where they qualify, raw rows where
-    not: store.write_assignments); the rows and the result are those of batch-by-batch
-    writing, since every record's rows are in one batch."""
-    con.execute("CREATE OR REPLACE TEMP VIEW staging_assignments AS SELECT * FROM assign_staged")
-    try:
-        store.write_assignments(con)
-    finally:
-        con.execute("DROP VIEW IF EXISTS staging_assignments")
+    """The staged vectors into `records`, in one rewrite of the table (queries/update_vectors.sql)."""
+    if only_row(con.execute("SELECT count(*) FROM staged_vectors"))[0]:
+        store.rewrite_records(con, queries.load("update_vectors"))
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
