@@ -216,7 +216,8 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
         facts = target_facts(con, bounds.unit, keyed=facts_c.keyed, count_users=count_users)
         flags = {"canonical": facts_c.canonical and not (filters is not None and filters.assignments is not None),
                  "keyed": facts_c.keyed}
-        chunks = store_plan(con, bounds.unit, flags, K=bounds.K)
+        values: dict[str, int] = {}
+        chunks = store_plan(con, bounds.unit, flags, K=bounds.K, values=values)
         total: dict[int, int] = {}
         report = getattr(settings, "progress", None)
         # rendered once (sqlglot takes ~0.2 s a query); each chunk's bounds replace two
@@ -226,7 +227,7 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
         if marks and any(template.count(str(v)) != 1 for v in marks.values()):
             raise AssertionError("the chunk bounds of the store query are not where they belong")
         settings = settings or _settings_from_env()
-        params = used_params(template, bounds.params())
+        params = used_params(template, bounds.params() | values)
         failure = "the sketch query failed on this store"
         with _mapped_errors(failure), settings.applied(con):
             for i, chunk in enumerate(chunks):
@@ -261,17 +262,25 @@ def used_params(sql: str, params: dict) -> dict:
     return {k: v for k, v in params.items() if re.search(rf"\${re.escape(k)}\b", sql)}
 
 
-def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None) -> list[dict]:
+def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None,
+               values: dict | None = None) -> list[dict]:
     """The flags that specialise the store query (queries/sketch_store_*.sql), read in the
     caller's transaction, and its chunks: [{}] (one query) or one {chunked, lo, hi} per range
     of user keys. They change how the result is computed, never what it is: `raw` false
     only when `assignments` has no rows; `all_fast` only when, besides, no target record
-    fails the fast test for this K (so the slow branch would be empty); chunks only at user
-    level on a keyed store whose target records all have a key (so no user spans two
-    chunks)."""
+    fails the fast test for this K (so the slow branch would be empty); `atoms_dense` only
+    when the dictionary's ids are exactly the integers $atom_lo..$atom_hi (put in `values`,
+    which the query binds at run time); chunks only at user level on a keyed store whose
+    target records all have a key (so no user spans two chunks)."""
     raw = bool(only_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
     flags["raw"] = raw
     keyed = unit == "user"
+    n_atoms, lo_atom, hi_atom = only_row(con.execute(
+        "SELECT count(DISTINCT atom_id), min(atom_id), max(atom_id) FROM atoms"))
+    flags["atoms_dense"] = bool(n_atoms) and hi_atom - lo_atom + 1 == n_atoms
+    if values is not None:
+        values.update(atom_lo=int(lo_atom) if flags["atoms_dense"] else 0,
+                      atom_hi=int(hi_atom) if flags["atoms_dense"] else -1)
     flags["all_fast"] = bool(
         K is not None and flags.get("canonical") and not raw and (flags.get("keyed") or not keyed)
         and not only_row(con.execute(queries.load("sketch_slow_count"), {"K": int(K), "keyed": keyed}))[0])

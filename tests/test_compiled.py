@@ -29,11 +29,17 @@ def test_the_flags_are_the_transpilers_and_every_compiled_set_is_complete():
 
 LOOKUPS = [
     # (unit, flags as store_plan leaves them, compiled name or None)
+    ("user", {"canonical": True, "keyed": True, "raw": False, "all_keyed": True, "all_fast": True,
+              "atoms_dense": True}, "compiled_store_user"),
     ("user", {"canonical": True, "keyed": True, "raw": False, "all_keyed": True, "all_fast": True},
-     "compiled_store_user"),
+     "compiled_store_user_sparse_atoms"),
     ("user", {"canonical": True, "keyed": True, "raw": False, "all_keyed": True, "all_fast": True, "chunked": True,
-              "lo": compiled.SENTINELS[0], "hi": compiled.SENTINELS[1]}, "compiled_store_user_chunked"),
-    ("record", {"canonical": True, "keyed": True, "raw": False, "all_fast": True}, "compiled_store_record"),
+              "atoms_dense": True, "lo": compiled.SENTINELS[0], "hi": compiled.SENTINELS[1]},
+     "compiled_store_user_chunked"),
+    ("record", {"canonical": True, "keyed": True, "raw": False, "all_fast": True, "atoms_dense": True},
+     "compiled_store_record"),
+    ("record", {"canonical": True, "keyed": True, "raw": False, "all_fast": True, "atoms_dense": False},
+     "compiled_store_record_sparse_atoms"),
     ("record", {"canonical": True, "keyed": True, "raw": False, "all_fast": False}, None),
     ("user", {"canonical": True, "keyed": True, "raw": True, "all_keyed": True, "all_fast": False}, None),
     ("user", {"canonical": False, "keyed": True, "raw": False, "all_keyed": True, "all_fast": False}, None),
@@ -87,10 +93,12 @@ def test_a_release_over_a_project_store_runs_a_compiled_query_without_sqlglot(tm
         from dpspin_sql.sql.transpile import sketch_sql
         got = compute_sketch(con, {unit!r}, 3, 1.0 if {unit!r} == "user" else None)
         flags = dict(canonical=True, keyed=True)
-        assert store_plan(con, {unit!r}, flags, K=3) == [{{}}] and flags["all_fast"], flags
+        values = {{}}
+        assert store_plan(con, {unit!r}, flags, K=3, values=values) == [{{}}] and flags["all_fast"], flags
+        assert flags["atoms_dense"] and values == {{"atom_lo": 0, "atom_hi": 11}}, (flags, values)
         rendered = sketch_sql(request.bounds, None, "duckdb", bind_params=False, store_flags=flags)
         from dpspin_sql.sketch import used_params
-        want = dict(con.execute(rendered, used_params(rendered, request.bounds.params())).fetchall())
+        want = dict(con.execute(rendered, used_params(rendered, request.bounds.params() | values)).fetchall())
         assert got.mass.tolist() == [want.get(int(a), 0) for a in got.atom_ids], "compiled != rendered"
         """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(_root()))

@@ -130,13 +130,25 @@ def test_the_store_query_repeats_the_core_enforcement_verbatim(unit):
         assert rewrite.cte(fast, name).sql() == rewrite.cte(core, name).sql(), name
 
 
+@pytest.fixture(params=["sparse", "dense"])
+def any_dictionary(request, con):
+    """The module's store with its own (sparse) atom ids, or with consecutive ones."""
+    if request.param == "dense":
+        install_atoms(con, list(range(40, 40 + len(ATOM_IDS))))
+    yield request.param
+    if request.param == "dense":
+        install_atoms(con, ATOM_IDS)
+
+
 @pytest.mark.parametrize("unit", ["record", "user"])
-def test_all_fast_only_when_no_target_record_would_take_the_slow_branch(con, unit):
+def test_all_fast_only_when_no_target_record_would_take_the_slow_branch(con, unit, any_dictionary):
     """$all_fast drops the slow branch from the plan; it is set only when the snapshot proves
     that branch empty: a vector longer than the release's K, an unkeyed record (user level)
     or any raw row turns it off, and the sketch is the reference's either way."""
+    atoms = ATOM_IDS if any_dictionary == "sparse" else list(range(40, 40 + len(ATOM_IDS)))
     records = [(f"r{i}", f"u{i % 5}", "target") for i in range(24)]      # r20-r23: never assigned
-    rows = [(f"r{i}", ATOM_IDS[(i + j) % len(ATOM_IDS)], 0.25) for i in range(20) for j in range(1 + i % 3)]
+    rows = [(f"r{i}", atoms[(i + j) % len(atoms)], 0.25) for i in range(20) for j in range(1 + i % 3)]
+    rows.append(("r19", 999, 0.25))                                        # an atom not in the dictionary
     ids = {r[0] for r in records}
     B = 1.0 if unit == "user" else None
     # an unkeyed record without a vector gives no row on either branch: still all fast
@@ -146,12 +158,13 @@ def test_all_fast_only_when_no_target_record_would_take_the_slow_branch(con, uni
         flags = {"canonical": True, "keyed": True}
         store_plan(con, unit, flags, K=K)
         assert flags["all_fast"] is expected, (K, sorted(ids - keyed))
-        assert compute_sketch(con, unit, K, B).mass.tolist() == reference_sketch(records, rows, ATOM_IDS, unit, K, B)
+        assert flags["atoms_dense"] is (any_dictionary == "dense")
+        assert compute_sketch(con, unit, K, B).mass.tolist() == reference_sketch(records, rows, atoms, unit, K, B)
     load_mixed(con, records, rows, ids - {"r0"}, ids)          # r0's rows stay raw
     flags = {"canonical": True, "keyed": True}
     store_plan(con, unit, flags, K=3)
     assert flags["raw"] is True and flags["all_fast"] is False
-    assert compute_sketch(con, unit, 3, B).mass.tolist() == reference_sketch(records, rows, ATOM_IDS, unit, 3, B)
+    assert compute_sketch(con, unit, 3, B).mass.tolist() == reference_sketch(records, rows, atoms, unit, 3, B)
     flags = {"canonical": False, "keyed": True}
     load_mixed(con, records, rows, ids, ids)
     store_plan(con, unit, flags, K=3)
@@ -178,6 +191,7 @@ def test_the_fast_store_query_is_the_store_querys_fast_branch(unit):
     for t in final:                                      # the same last step over the vectors
         t.set("with_", None)
         t.set("from_", None)
+        t.set("where", None)                             # the dictionary test (a range when dense)
     assert final[0].sql() == final[1].sql()
     assert rewrite.cte(fast, "target").args["where"].sql() == rewrite.cte(full, "target").args["where"].sql()
 

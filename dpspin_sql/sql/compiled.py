@@ -21,22 +21,19 @@ SENTINELS = (8_071_903_316_041, 8_071_903_316_042)
 # conservative one (raw rows may exist, one query over every user, keys looked up, the
 # slow branch kept).
 STORE_FLAGS: dict[str, bool | int] = {"canonical": False, "keyed": False, "raw": True, "chunked": False,
-                                      "all_keyed": False, "all_fast": False, "lo": 0, "hi": 0}
+                                      "all_keyed": False, "all_fast": False, "atoms_dense": False, "lo": 0, "hi": 0}
 FLAG_NAMES = tuple(STORE_FLAGS)
 
 # name → (unit, flags): the flag sets of a project-written store with no raw rows, where
 # every target record is fast (store_plan's `all_fast`): chunked or in one query at user
-# level, one query at record level.
+# level, one query at record level; a dictionary of consecutive ids or any other.
+_FAST = {"canonical": True, "keyed": True, "raw": False, "all_fast": True}
+_CHUNKED = {"chunked": True, "lo": SENTINELS[0], "hi": SENTINELS[1]}
+_WHOLE = {"chunked": False, "lo": 0, "hi": 0}
 COMPILED: dict[str, tuple[str, dict[str, bool | int]]] = {
-    "compiled_store_user_chunked": ("user", {
-        "canonical": True, "keyed": True, "raw": False, "chunked": True, "all_keyed": True, "all_fast": True,
-        "lo": SENTINELS[0], "hi": SENTINELS[1]}),
-    "compiled_store_user": ("user", {
-        "canonical": True, "keyed": True, "raw": False, "chunked": False, "all_keyed": True, "all_fast": True,
-        "lo": 0, "hi": 0}),
-    "compiled_store_record": ("record", {
-        "canonical": True, "keyed": True, "raw": False, "chunked": False, "all_keyed": False, "all_fast": True,
-        "lo": 0, "hi": 0}),
+    f"compiled_store_{unit}{'_chunked' if chunked else ''}{'' if dense else '_sparse_atoms'}": (
+        unit, _FAST | {"all_keyed": unit == "user", "atoms_dense": dense} | (_CHUNKED if chunked else _WHOLE))
+    for unit, chunked in (("user", True), ("user", False), ("record", False)) for dense in (True, False)
 }
 
 
