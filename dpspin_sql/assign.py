@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from dpspin_sql import queries, scorers, store
 from dpspin_sql.atoms import current_atoms, current_dictionary_id
+from dpspin_sql.canonical import BatchVectors, batch_vectors
 from dpspin_sql.db import only_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
@@ -109,14 +109,16 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
     n_records = n_assigned = n_rows = 0
 
     def score(batch):
-        return batch, fitted.score_top_k_arrays(batch.column(1).to_pylist(), K)
+        # scoring and canonicalising (numpy, Arrow) run on the worker; the writes stay here
+        rows, atom_ids, weights = fitted.score_top_k_arrays(batch.column(1).to_pylist(), K)
+        return batch, rows, batch_vectors(batch.column(0), rows, atom_ids, weights, dictionary)
 
-    def write(batch, result) -> None:
+    def write(batch, rows, vectors) -> None:
         nonlocal n_records, n_assigned, n_rows
-        rows, atom_ids, weights = result
         n_records += batch.num_rows
         n_assigned += int(np.count_nonzero(np.diff(rows))) + 1 if rows.size else 0   # rows ascend
-        n_rows += _stage(con, batch.column(0), rows, atom_ids, weights, dictionary)
+        _stage(con, vectors)
+        n_rows += int(rows.size)
         if progress is not None:
             progress(batch.num_rows)
 
@@ -166,18 +168,12 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
     return int(only_row(con.execute(queries.load("assign_count_target")))[0])
 
 
-def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, weights: np.ndarray,
-           dictionary: np.ndarray) -> int:
+def _stage(con, batch: BatchVectors) -> None:
     """One batch into the store, columnar (Arrow straight into DuckDB): the canonical
     vectors to `staged_vectors`, written into `records` once after the last batch
     (`_write_staged`: rewriting the records table batch by batch would re-read it every
     time), and every other record's rows to `assignments` as given (dpspin_sql.canonical:
     what queries/canonicalise.sql does to staged rows, on the batch's arrays)."""
-    if not rows.size:
-        return 0
-    from dpspin_sql.canonical import batch_vectors
-
-    batch = batch_vectors(record_ids, rows, atom_ids, weights, dictionary)
     for name, table, insert in (("assign_vectors", batch.vectors, "INSERT INTO staged_vectors SELECT * FROM "),
                                 ("assign_raw", batch.raw, "INSERT INTO assignments (record_id, atom_id, weight) "
                                                           "SELECT * FROM ")):
@@ -187,7 +183,6 @@ def _stage(con, record_ids: pa.Array, rows: np.ndarray, atom_ids: np.ndarray, we
                 con.execute(insert + name)
             finally:
                 con.unregister(name)
-    return int(rows.size)
 
 
 def _write_staged(con) -> None:

@@ -12,16 +12,12 @@ rendered as before. This module imports no sqlglot.
 from __future__ import annotations
 
 from dpspin_sql import queries
+from dpspin_sql.sql.flags import STORE_FLAGS
 
 # The chunk bounds of a chunked query are sentinel literals the engine replaces
 # (sketch.run_sketch); a compiled chunked query carries the same ones.
 SENTINELS = (8_071_903_316_041, 8_071_903_316_042)
 
-# The store query's flags (sketch.store_plan) and the value each takes when not given: the
-# conservative one (raw rows may exist, one query over every user, keys looked up, the
-# slow branch kept).
-STORE_FLAGS: dict[str, bool | int] = {"canonical": False, "keyed": False, "raw": True, "chunked": False,
-                                      "all_keyed": False, "all_fast": False, "atoms_dense": False, "lo": 0, "hi": 0}
 FLAG_NAMES = tuple(STORE_FLAGS)
 
 # name → (unit, flags): the flag sets of a project-written store with no raw rows, where

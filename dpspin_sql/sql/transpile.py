@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql.request import Bounds
-from dpspin_sql.sql.compiled import STORE_FLAGS
+from dpspin_sql.sql.flags import STORE_FLAGS
 from dpspin_sql.sql.rewrite import BASE_DIALECT, SketchFilters, rewrite
 
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
