@@ -275,9 +275,8 @@ def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None,
     raw = bool(only_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
     flags["raw"] = raw
     keyed = unit == "user"
-    n_atoms, lo_atom, hi_atom = only_row(con.execute(
-        "SELECT count(DISTINCT atom_id), min(atom_id), max(atom_id) FROM atoms"))
-    flags["atoms_dense"] = bool(n_atoms) and hi_atom - lo_atom + 1 == n_atoms
+    n_atoms, lo_atom, hi_atom, integer_ids = only_row(con.execute(queries.load("atom_range")))
+    flags["atoms_dense"] = bool(integer_ids and n_atoms and hi_atom - lo_atom + 1 == n_atoms)
     if values is not None:
         values.update(atom_lo=int(lo_atom) if flags["atoms_dense"] else 0,
                       atom_hi=int(hi_atom) if flags["atoms_dense"] else -1)
@@ -286,12 +285,16 @@ def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None,
         and not only_row(con.execute(queries.load("sketch_slow_count"), {"K": int(K), "keyed": keyed}))[0])
     if unit != "user" or not flags.get("keyed"):
         return [{}]
-    unkeyed, low, top = only_row(con.execute(
+    unkeyed, low, top, n_users = only_row(con.execute(
         "SELECT (SELECT count(*) FROM records WHERE split = 'target' AND user_key IS NULL), "
-        "min(user_key), max(user_key) FROM users"))
+        "min(user_key), max(user_key), count(*) FROM users"))
     flags["all_keyed"] = unkeyed == 0
     size = _chunk_users()
     if unkeyed or top is None or top - low < size:
+        return [{}]
+    if top - low + 1 > 4 * max(n_users, size):
+        # keys far sparser than the loader's 0..n-1 (a hand-edited store): ranges of keys
+        # would be mostly empty queries; one query gives the same result
         return [{}]
     return [{"chunked": True, "lo": lo, "hi": lo + size} for lo in range(int(low), int(top) + 1, size)]
 

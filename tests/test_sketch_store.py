@@ -219,3 +219,46 @@ def test_a_records_filter_on_an_all_fast_store_is_the_reference_on_the_chosen_re
     kept = [r for r in records if r[0] < "r09"]
     want = reference_sketch(kept, [r for r in rows if r[0] < "r09"], ATOM_IDS, unit, 3, B)
     assert got == want and sum(got) > 0
+
+
+def test_a_dictionary_retyped_away_from_integer_ids_is_never_dense(tmp_path):
+    """The range test stands for the dictionary test only for INTEGER ids (schema.sql):
+    {0, 1.5, 2} would pass a count test for 0..2 and admit atom 1 (found in review)."""
+    from tests.helpers.core import new_store as fresh
+
+    c = fresh(tmp_path / "s.duckdb")
+    install_atoms(c, [0, 1, 2])
+    put_records(c, [("r1", "u1", "target"), ("r2", "u2", "target")])
+    store.mark_step(c, "assignments")
+    c.execute("CREATE TABLE atoms2 AS SELECT * REPLACE (CASE atom_id WHEN 1 THEN 1.5 ELSE atom_id END::DOUBLE "
+              "AS atom_id) FROM atoms")
+    c.execute("DROP TABLE atoms")
+    c.execute("ALTER TABLE atoms2 RENAME TO atoms")
+    c.execute("UPDATE records SET atom_ids = [1], masses = [16777216] WHERE record_id = 'r1'")
+    c.execute("UPDATE records SET atom_ids = [2], masses = [16777216] WHERE record_id = 'r2'")
+    flags = {"canonical": True, "keyed": True}
+    store_plan(c, "record", flags, K=3, values={})
+    assert flags["all_fast"] is True and flags["atoms_dense"] is False
+    assert compute_sketch(c, "record", 3).mass.tolist() == [0, 0, 1 << 24]    # atom 1 is not in it
+    c.close()
+
+
+def test_sparse_user_keys_are_not_cut_into_empty_chunks(con, monkeypatch):
+    """Keys spread far wider than the users (a hand-edited store) would make thousands of
+    mostly empty chunk queries; the plan runs one query, with the same result."""
+    records = [(f"r{i}", f"u{i}", "target") for i in range(6)]
+    rows = [(f"r{i}", ATOM_IDS[i % len(ATOM_IDS)], 0.5) for i in range(6)]
+    ids = {r[0] for r in records}
+    monkeypatch.setenv("DPSPIN_CHUNK_USERS", "2")
+    load_mixed(con, records, rows, ids, ids)
+    flags = {"canonical": True, "keyed": True}
+    assert len(store_plan(con, "user", flags)) == 3                  # keys 0..5: three chunks
+    load_mixed(con, records, rows, ids, set())                          # vectors, no keys yet
+    con.execute("DELETE FROM users")
+    con.execute("INSERT INTO users SELECT 1000 * (row_number() OVER (ORDER BY u) - 1), u FROM "
+                "(SELECT DISTINCT user_id AS u FROM records)")
+    con.execute("UPDATE records SET user_key = u.user_key FROM users AS u WHERE records.user_id = u.user_id")
+    flags = {"canonical": True, "keyed": True}
+    assert store_plan(con, "user", flags) == [{}]
+    assert compute_sketch(con, "user", 3, 1.0).mass.tolist() == reference_sketch(records, rows, ATOM_IDS, "user", 3,
+                                                                                  1.0)
