@@ -126,8 +126,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
     try:
         batches = reader.sql(queries.load("assign_target_texts")).to_arrow_reader(batch_size)
         with transaction(con):
-            con.execute(queries.load("assign_clear"))
-            store.clear_vectors(con)
+            con.execute(queries.load("assign_clear"))   # the old vectors go in the last rewrite
             dictionary = np.array([r[0] for r in con.execute(queries.load("atom_ids")).fetchall()], dtype=np.int64)
             con.execute("CREATE OR REPLACE TEMP TABLE staged_vectors (record_id VARCHAR, atom_ids INTEGER[], "
                         "masses INTEGER[])")
@@ -147,7 +146,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
                             write(*pending.popleft().result())
                     while pending:
                         write(*pending.popleft().result())
-            _write_staged(con)
+            store.store_vectors(con, replace=True)
             store.mark_step(con, "assignments")
     finally:
         reader.close()
@@ -171,8 +170,8 @@ def count_target(con: duckdb.DuckDBPyConnection) -> int:
 def _stage(con, batch: BatchVectors) -> None:
     """One batch into the store, columnar (Arrow straight into DuckDB): the canonical
     vectors to `staged_vectors`, written into `records` once after the last batch
-    (`_write_staged`: rewriting the records table batch by batch would re-read it every
-    time), and every other record's rows to `assignments` as given (dpspin_sql.canonical:
+    (`store.store_vectors`: rewriting the records table batch by batch would re-read it
+    every time), and every other record's rows to `assignments` as given (dpspin_sql.canonical:
     what queries/canonicalise.sql does to staged rows, on the batch's arrays)."""
     for name, table, insert in (("assign_vectors", batch.vectors, "INSERT INTO staged_vectors SELECT * FROM "),
                                 ("assign_raw", batch.raw, "INSERT INTO assignments (record_id, atom_id, weight) "
@@ -183,12 +182,6 @@ def _stage(con, batch: BatchVectors) -> None:
                 con.execute(insert + name)
             finally:
                 con.unregister(name)
-
-
-def _write_staged(con) -> None:
-    """The staged vectors into `records`, in one rewrite of the table (queries/update_vectors.sql)."""
-    if only_row(con.execute("SELECT count(*) FROM staged_vectors"))[0]:
-        store.rewrite_records(con, queries.load("update_vectors"))
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:

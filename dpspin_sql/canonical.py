@@ -13,8 +13,9 @@ compares the stored tables with the SQL path's):
 - a canonical record with no counting row keeps no vector and no row (nothing it has can
   ever count); every other record's rows are kept as given, for the sketch to enforce.
 
-Only for a store whose target records have no vector and no raw row yet (assign clears
-both first), as canonicalise.sql's conditions then hold for every record.
+For a new assignment map only: `assign` deletes the raw rows first and replaces every
+vector in its one rewrite of the records table, so canonicalise.sql's conditions (no
+vector, no raw row yet) hold for every record the batches name.
 """
 from __future__ import annotations
 

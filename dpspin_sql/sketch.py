@@ -25,6 +25,7 @@ from dpspin_sql import queries
 from dpspin_sql.db import only_row, transaction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
+from dpspin_sql.sql.compiled import SENTINELS
 
 __all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
            "target_facts", "canonical_facts", "check_user_level", "compute_sketch", "fixed_bound"]
@@ -197,7 +198,6 @@ def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds
 # hash table holds about this many users' rows, so the peak memory stays a fraction of the
 # whole split's. DPSPIN_CHUNK_USERS overrides it (tests use tiny chunks).
 CHUNK_USERS = 1 << 17
-_SENTINELS = (8_071_903_316_041, 8_071_903_316_042)   # no INTEGER key is either (sql.compiled.SENTINELS)
 
 
 def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any = None,
@@ -222,7 +222,7 @@ def run_sketch(con: Any, bounds: Bounds, filters: Any = None, *, settings: Any =
         report = getattr(settings, "progress", None)
         # rendered once (sqlglot takes ~0.2 s a query); each chunk's bounds replace two
         # sentinel literals that occur exactly once each
-        marks = {"lo": _SENTINELS[0], "hi": _SENTINELS[1]} if chunks[0] else {}
+        marks = {"lo": SENTINELS[0], "hi": SENTINELS[1]} if chunks[0] else {}
         template = store_query(bounds, filters, flags | ({"chunked": True} | marks if marks else {}))
         if marks and any(template.count(str(v)) != 1 for v in marks.values()):
             raise AssertionError("the chunk bounds of the store query are not where they belong")
@@ -274,15 +274,15 @@ def store_plan(con: Any, unit: str, flags: dict, *, K: int | None = None,
     target records all have a key (so no user spans two chunks)."""
     raw = bool(only_row(con.execute("SELECT EXISTS (SELECT 1 FROM assignments)"))[0])
     flags["raw"] = raw
-    keyed = unit == "user"
+    needs_key = unit == "user"
     n_atoms, lo_atom, hi_atom, integer_ids = only_row(con.execute(queries.load("atom_range")))
     flags["atoms_dense"] = bool(integer_ids and n_atoms and hi_atom - lo_atom + 1 == n_atoms)
     if values is not None:
         values.update(atom_lo=int(lo_atom) if flags["atoms_dense"] else 0,
                       atom_hi=int(hi_atom) if flags["atoms_dense"] else -1)
     flags["all_fast"] = bool(
-        K is not None and flags.get("canonical") and not raw and (flags.get("keyed") or not keyed)
-        and not only_row(con.execute(queries.load("sketch_slow_count"), {"K": int(K), "keyed": keyed}))[0])
+        K is not None and flags.get("canonical") and not raw and (flags.get("keyed") or not needs_key)
+        and not only_row(con.execute(queries.load("sketch_slow_count"), {"K": int(K), "keyed": needs_key}))[0])
     if unit != "user" or not flags.get("keyed"):
         return [{}]
     unkeyed, low, top, n_users = only_row(con.execute(

@@ -363,19 +363,33 @@ def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
     from dpspin_sql.request import SCALE
 
     con.execute(queries.load("canonicalise"), {"scale": SCALE})
-    if only_row(con.execute("SELECT count(*) FROM staged_vectors WHERE atom_ids IS NOT NULL"))[0]:
-        rewrite_records(con, queries.load("update_vectors"))
+    store_vectors(con)
     con.execute(queries.load("insert_assignments"))
+
+
+def store_vectors(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> None:
+    """The canonical vectors in the temporary `staged_vectors` into `records`, in one rewrite
+    of the table (queries/update_vectors.sql); with `replace` (a new assignment map), every
+    other record's vector is dropped by the same rewrite. Nothing is rewritten when nothing
+    would change. Inside the caller's transaction."""
+    staged = only_row(con.execute("SELECT count(*) FROM staged_vectors WHERE atom_ids IS NOT NULL"))[0]
+    if staged or (replace and _has_vectors(con)):
+        rewrite_records(con, queries.load("update_vectors"), {"replace": replace})
 
 
 def clear_vectors(con: duckdb.DuckDBPyConnection) -> None:
     """Drop every canonical vector (a new assignment map, dictionary or split), inside the
     caller's transaction; nothing to do, and nothing rewritten, when there are none."""
-    if only_row(con.execute("SELECT count(*) FROM records WHERE atom_ids IS NOT NULL OR masses IS NOT NULL"))[0]:
+    if _has_vectors(con):
         rewrite_records(con, "SELECT r.* REPLACE (NULL AS atom_ids, NULL AS masses) FROM records AS r")
 
 
-def rewrite_records(con: duckdb.DuckDBPyConnection, select: str) -> None:
+def _has_vectors(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(only_row(con.execute(
+        "SELECT count(*) FROM records WHERE atom_ids IS NOT NULL OR masses IS NOT NULL"))[0])
+
+
+def rewrite_records(con: duckdb.DuckDBPyConnection, select: str, params: dict | None = None) -> None:
     """Replace the records table with `select`'s rows (every column of `records`, by name),
     in (user_key, record_id) order, under exactly the schema's definition (schema.sql: its
     keys, CHECKs and foreign key, which DuckDB checks on this insert as on any other).
@@ -386,7 +400,7 @@ def rewrite_records(con: duckdb.DuckDBPyConnection, select: str) -> None:
     10^5 records, and leaves each user's records together, which the chunked user-level
     sketch reads by zone map (docs/PERFORMANCE.md). Inside the caller's transaction."""
     # (a new table renamed to records would keep its old name in users' foreign-key entry)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE records_rewrite AS SELECT * FROM ({select}) AS s")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE records_rewrite AS SELECT * FROM ({select}) AS s", params or {})
     con.execute("DROP TABLE records")
     con.execute(_records_ddl("records"))
     con.execute("INSERT INTO records BY NAME SELECT * FROM records_rewrite ORDER BY user_key, record_id")

@@ -97,3 +97,20 @@ def test_assign_stores_what_the_loader_stores_for_the_scorers_rows(tmp_path, kin
 
 
 FIELDS = ["product", "issue", "sub_issue"]
+
+
+def test_a_new_assignment_map_drops_every_old_vector_in_its_one_rewrite(tmp_path):
+    """assign replaces the vectors: a record the new map does not give one to loses the old
+    one, as it did when the vectors were cleared first (one rewrite of records, not two)."""
+    con = make_store(tmp_path, cfpb_like(12) + cfpb_like(9, split="target", start=5000)
+                     + [{"record_id": "blank", "text": "nothing relevant here", "split": "target"}])
+    builders.build(con, "metadata", fields=FIELDS, m=10)
+    sc = assign.fit_scorer(con, "keyword")
+    assign.assign(con, sc, K=3, batch_size=4)
+    first = stored(con)
+    stale = con.execute("SELECT record_id FROM records WHERE atom_ids IS NULL ORDER BY record_id LIMIT 1").fetchone()
+    atom = con.execute("SELECT min(atom_id) FROM atoms").fetchone()[0]
+    con.execute("UPDATE records SET atom_ids = [$a], masses = [1] WHERE record_id = $r", {"a": atom, "r": stale[0]})
+    assert stored(con) != first
+    assign.assign(con, sc, K=3, batch_size=4)
+    assert stored(con) == first

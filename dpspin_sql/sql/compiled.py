@@ -14,8 +14,8 @@ from __future__ import annotations
 from dpspin_sql import queries
 from dpspin_sql.sql.flags import STORE_FLAGS
 
-# The chunk bounds of a chunked query are sentinel literals the engine replaces
-# (sketch.run_sketch); a compiled chunked query carries the same ones.
+# The chunk bounds of a chunked query are sentinel literals (no INTEGER key is either) that
+# the engine replaces (sketch.run_sketch), in a compiled query as in a rendered one.
 SENTINELS = (8_071_903_316_041, 8_071_903_316_042)
 
 FLAG_NAMES = tuple(STORE_FLAGS)
