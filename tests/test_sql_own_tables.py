@@ -204,7 +204,13 @@ def cli_store(tmp_path, monkeypatch):
     for stmt in ("CREATE TABLE mine.reviews AS SELECT i AS review_id, 'author-' || (i % 9) AS author, 'b' AS body "
                  "FROM range(50) t(i)",
                  "CREATE TABLE mine.theme_scores AS SELECT i AS review_id, 'app crash' AS theme, 0.5 AS score "
-                 "FROM range(50) t(i)"):
+                 "FROM range(50) t(i)",
+                 # views: over the store's own tables (refused, directly or through another view) and
+                 # over the curator's own table (read like it)
+                 "CREATE VIEW mine.store_rows AS SELECT record_id AS review_id, atom_id AS theme, weight AS score "
+                 "FROM main.assignments",
+                 "CREATE VIEW mine.store_rows_again AS SELECT * FROM mine.store_rows",
+                 "CREATE VIEW mine.my_scores AS SELECT * FROM mine.theme_scores"):
         con.execute(stmt)
     con.execute("COPY mine.theme_scores TO 'scores.parquet' (FORMAT parquet)")
     con.close()
@@ -216,6 +222,12 @@ def test_dpspin_sql_over_own_tables_runs(cli_store, tmp_path, capsys):
     rc, _, err = cli(capsys, "sql", "--db", cli_store, statement, "--out", tmp_path / "p.json", "-q")
     assert rc == 0, err
     assert (tmp_path / "p.json").exists()
+
+
+def test_a_view_of_ones_own_tables_is_read_like_them(cli_store, tmp_path, capsys):
+    statement = USER.replace("theme_scores", "mine.my_scores").replace("reviews", "mine.reviews")
+    rc, _, err = cli(capsys, "sql", "--db", cli_store, statement, "--out", tmp_path / "p.json", "-q")
+    assert rc == 0, err
 
 
 OPTS = "epsilon = 0.5, mechanism = 'laplace'"
@@ -255,6 +267,13 @@ REFUSED = [
      "DPSPIN_MASS(epsilon) FROM ledger GROUP BY mechanism", 1, "reads table 'ledger', which is not allowed"),
     (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
      "FROM mine.nothing GROUP BY theme", 1, "no table or view"),
+    # the store's view of every split's rows, and views of one's own that read the store's tables
+    (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = record_id) atom_id, "
+     "DPSPIN_MASS(weight) FROM assignment_rows GROUP BY atom_id", 1, "reads table 'assignment_rows', which is not allowed"),
+    (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
+     "FROM mine.store_rows GROUP BY theme", 1, "reads the dpspin store's own tables"),
+    (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
+     "FROM mine.store_rows_again GROUP BY theme", 1, "reads the dpspin store's own tables"),
     # the output: another column, a mass of a column of the other relation, no record id
     (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) theme, DPSPIN_MASS(score), body FROM mine.theme_scores "
      "JOIN mine.reviews USING (review_id) GROUP BY theme", 1, "would reach the output"),

@@ -99,10 +99,43 @@ class Catalog:
 
     @staticmethod
     def store_tables() -> set[str]:
-        """The dpspin schema's tables (queries/schema.sql): never read by a statement by name."""
+        """Every relation the dpspin schema defines, tables and views (queries/schema.sql and its
+        migration): never read by a statement by name. A view such as `assignment_rows` holds
+        every split's rows, so it is as protected as the tables it reads."""
         from dpspin_sql import queries
 
-        return {m.lower() for m in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", queries.load("schema"), re.I)}
+        rx = r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)"
+        return {m.lower() for name in ("schema", "schema_migrate") for m in re.findall(rx, queries.load(name), re.I)}
+
+    def reads_store(self, catalog: str, schema: str, name: str, depth: int = 0) -> bool:
+        """Does the view catalog.schema.name read a relation of the dpspin schema in the store's
+        catalog, directly or through other views? (A view of one's own over the store's
+        records would otherwise be a way round the refusal above.)"""
+        import sqlglot
+
+        rows = self.con.execute(
+            "SELECT sql FROM duckdb_views() WHERE NOT internal AND database_name = ? AND schema_name = ? "
+            "AND view_name = ?", [catalog, schema, name]).fetchall()
+        if not rows or depth > 8:
+            return bool(rows)   # too deep to follow: refused
+        try:
+            tree = sqlglot.parse_one(rows[0][0], read="duckdb")
+        except sqlglot.errors.ParseError:
+            return True         # a view we cannot read is not known to be safe
+        if isinstance(tree, exp.Create):
+            tree = tree.expression   # the view's query, not its own name
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for t in tree.find_all(exp.Table):
+            if not t.args.get("db") and t.name.lower() in ctes:
+                continue
+            tc = t.args["catalog"].name if t.args.get("catalog") else catalog
+            ts = t.args["db"].name if t.args.get("db") else "main"
+            if tc.lower() == self.store.lower() and ts.lower() == "main" and t.name.lower() in self.store_tables():
+                return True
+            found = self.find(tc, ts, t.name)
+            if found is not None and found[3] and self.reads_store(found[0], found[1], found[2], depth + 1):
+                return True
+        return False
 
     def find(self, catalog: str, schema: str, name: str) -> tuple[str, str, str, bool] | None:
         """(catalog, schema, name as stored, is a view) of a table or view, or None."""
@@ -233,6 +266,9 @@ def _table(item: exp.Table, cat: Catalog, where: str) -> Rel:
     if found is None:
         refuse(f"{where}: there is no table or view {'.'.join(filter(None, (catalog, schema, name)))!r}", item)
     c, s, n, is_view = found
+    if is_view and cat.reads_store(c, s, n):
+        refuse(f"reads view {name!r}, which reads the dpspin store's own tables; a DP statement reads "
+               f"{ASSIGNMENTS} and {RECORDS} of the store, or tables of your own", item)
     ref = exp.Table(this=exp.to_identifier(n, quoted=True), db=exp.to_identifier(s, quoted=True),
                     catalog=exp.to_identifier(c, quoted=True))
     scan: exp.Expr = ref
