@@ -204,7 +204,7 @@ ANECDOTE_VALID = [
     ("amazon", "A reviewer who mentions dry skin is counted under that theme."),
     ("amazon", "No individual customer can be identified from this plan."),
     ("cfpb", "Consumers describe credit reports that list information belonging to someone else."),
-    ("cfpb", "Errors on the consumer reports are the most common theme."),
+    ("cfpb", "Incorrect information on your report is the most common theme."),
     ("cfpb", "This report summarizes the released plan."),
     ("amazon", "In my view, dry skin matters most."),
     ("amazon", "It seems to me that dry skin leads the plan."),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .lexicon import Lexicon, Mention
 from .numeric import numbers
 from .plan import margin_of
-from .text import clauses, merge_list_clauses, sentences
+from .text import clauses, content, merge_list_clauses, neutral, sentences
 from .vocab import BIN_PATTERNS, bin_word_applies
 
 
@@ -57,7 +57,7 @@ class Check:
         self.consumed: list[tuple[int, int]] = []
         self.rank_spans: list[tuple[int, int]] = []
         self.rank_counts: list[tuple[int, int, int, int, int]] = []  # rank groups: (start, number start, end, N, end)
-        self._chars = list(text)
+        self._chars = list(neutral(text))
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None
         self._respective: dict[int, Mention] | None = None
@@ -188,6 +188,33 @@ class Check:
         """Is `att` a plural anaphor ("they", "both", "these two"): a value attached to it is stated for each."""
         return len(att) > 1 and all(m.group >= 0 and m.group == att[0].group for m in att)
 
+    def names_other(self, lo: int, hi: int) -> bool:
+        """Does masked[lo:hi] name something — a content word that is not a function word, a plan
+        or record noun, a mention, or text an earlier rule has judged?"""
+        return bool(self._subject_words(lo, hi))
+
+    def _subject_words(self, lo: int, hi: int) -> list[str]:
+        out = []
+        for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", self.masked[lo:hi]):
+            a, b = lo + m.start(), lo + m.end()
+            w = re.sub(r"'s$", "", m.group().lower())
+            if w not in _SUBJECT_FILLER and not _FILLER_NOUNS.fullmatch(w) and not self.is_consumed(a, b):
+                out.append(w)
+        return out
+
+    def subject(self, lo: int, hi: int) -> Mention | None:
+        """The theme(s) an unrecognised subject in masked[lo:hi] may mean, or None when it names
+        nothing. A subject that is no label ("nice smell", "errors on the consumer reports") may
+        mean any admitted theme sharing one of its words (any reading may support the claim, as
+        for ambiguous mentions); one sharing none ("allergic reactions") is an empty mention,
+        and a claim about it fails closed."""
+        words = self._subject_words(lo, hi)
+        if not words:
+            return None
+        toks = {t for w in words for t in content(w)} - _GENERIC
+        atoms = frozenset(x for x, label in self.lex.label_of.items() if toks & (set(content(label)) - _GENERIC))
+        return Mention(lo, hi, atoms, self.text[lo:hi].strip())
+
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
         respective = self.respective()
@@ -238,3 +265,20 @@ def _runs(txt: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]
 
 def _dist(m: Mention, s: int, e: int) -> int:
     return s - m.end if m.end <= s else (m.start - e if m.start >= e else 0)
+
+# words a clause may hold before a claim word without naming a subject of its own
+_SUBJECT_FILLER = set("""a an the is are was were be been being it its they them their this that these those there here
+what which who whose one ones of in on at by for to from with and or as so also still overall then however finally
+meanwhile instead both each every all any some other others another rest remaining next last first second third its
+has have had do does did can could may might will would should appear appears appeared seem seems seemed stand stands
+stood remain remains remained rank ranks ranked come comes came sit sits sat clearly easily far by just only even
+again now currently overall altogether together plan release released data results result summary support share
+mass bin bins tier tiers level levels band bands group groups range fall falls fell fallen drop drops lie lies sit
+below above beyond after under over top bottom than most least more less high moderate low two three four five six
+seven eight nine ten single whole per cent percent""".split())
+_FILLER_NOUNS = re.compile(r"(?:themes?|topics?|atoms?|issues?|categor(?:y|ies)|concepts?|items?|entr(?:y|ies)|areas?|"
+                           r"subjects?|labels?|phrases?|reviews?|complaints?|records?|reports?|mentions?|posts?|"
+                           r"comments?|tickets?|cases?|consumers?|customers?|reviewers?|users?|people|guests?|diners?)")
+# label words too general to say which theme a paraphrase means
+_GENERIC = {"problem", "issue", "other", "company", "service", "product", "good", "bad", "great", "poor", "not",
+            "no", "your", "my", "their", "get", "got", "make", "made", "thing", "way", "time", "experience"}

@@ -76,6 +76,20 @@ def sentence_start(text: str, pos: int) -> bool:
     return before == "" or before[-1] in ".!?:\n"
 
 
+# Markdown / HTML emphasis and code marks ("**more common**", "<b>most</b>", "`rare`") and a
+# line break inside a sentence hide cue words from the rules' patterns; `neutral` blanks
+# them (same length, so positions still agree with the summary). A list marker, a heading or
+# a line that starts with a capital keeps its break.
+_MARKUP = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>|(?<!\w)[*_]{1,3}(?=[^\s*_])|(?<=[^\s*_])[*_]{1,3}(?!\w)|`+")
+_SOFT_BREAK = re.compile(r"(?<=[\w,§¤%)])[ \t]*\n(?=[ \t]*[a-z])")
+
+
+def neutral(text: str) -> str:
+    """The summary with markup blanked and soft line breaks made spaces, same length."""
+    out = _MARKUP.sub(lambda m: " " * len(m.group()), text)
+    return _SOFT_BREAK.sub(lambda m: " " * len(m.group()), out)
+
+
 # ---------------------------------------------------------------- sentences / clauses
 # a dash splits clauses, except inside a numeric range ("4–7", "603.6–621.2")
 CLAUSE_SPLIT = re.compile(r"[,;:]|(?<!\d)[—–]|[—–](?!\d)|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)

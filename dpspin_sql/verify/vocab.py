@@ -18,10 +18,10 @@ BIN_PATTERNS = [(b, needs, re.compile(r"\b" + re.escape(w).replace(r"\ ", r"\s+"
 SUPPORT_NOUNS = (r"(?:support|share|shares|portion|part|fraction|proportion|presence|volume|number|amount|prevalence|"
                  r"level|bin|category|group|minority|concern|frequency|mass|theme|topic)")
 META_NOUNS = r"(?:privacy|noise|epsilon|ε|delta|δ|budget|margin|confidence|uncertainty|precision|sensitivity|risk)"
-RANK1 = (r"(?:most\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|"
+RANK1 = (r"(?:most[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|"
          r"raised|frequently\s+\w+|commonly\s+\w+)|largest|biggest|highest|greatest|leading|top-ranked|top|number\s+one|"
          r"no\.\s*1|#\s*1)")
-RANKLAST = (r"(?:least\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
+RANKLAST = (r"(?:least[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
             r"widespread|raised)|lowest|smallest|rarest|fewest)")
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
 # a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
@@ -65,11 +65,14 @@ PEOPLE_NOUNS = (r"(?:consumers?|customers?|reviewers?|users?|people|persons?|gue
                 r"borrowers?|patients?|buyers?|shoppers?|visitors?|members?|complainants?)")
 
 
-def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool) -> bool:
-    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?"""
+def bin_word_applies(txt: str, s: int, e: int, needs_noun: bool, negatable: bool = False) -> bool:
+    """Is the bin word at s..e a support claim (not "more frequent than", "low noise")?
+    With `negatable`, "not high" is one too (the bins rule judges it through "high")."""
     before = txt[max(0, s - 25):s].lower()
     after = txt[e:e + 30]
-    if re.search(r"\b(?:more|less|most|least|as|not|never|no|equally|similarly)\s+$", before):
+    if re.search(r"\b(?:more|less|most|least|as|equally|similarly)\s+$", before):
+        return False
+    if not negatable and re.search(r"\b(?:not|never|no)\s+$", before):
         return False
     if re.match(r"\s+than\b", after, re.I):
         return False

@@ -10,6 +10,7 @@ each, and a violation on any of them counts (`anaphora`: one fork per reading).
 from . import (
     anaphora,
     anecdotes,
+    beyond,
     bins,
     comparisons,
     counts,
@@ -17,16 +18,19 @@ from . import (
     intervals,
     mentions,
     numbers,
+    obfuscation,
     quantifiers,
     ranks,
     temporal,
 )
 
 RULES = (
+    obfuscation,   # invisible, combining, compatibility and look-alike characters: fail closed
     mentions,      # theme labels → mentions; unadmitted_atom
     details,       # contacts, identifiers, dates, money, quotes, names
     anecdotes,     # one person's or one record's experience or statement
     temporal,      # change over time: unsupported by a single plan
+    beyond,        # absence, exact counts, causes / co-occurrence / subgroups, unread units
     anaphora,      # "it", "the former", "both": claims about a theme by reference, one fork per reading
     comparisons,   # more/less/similar/ratio/gap under the margin
     ranks,         # rank 1, last, ordinals, top-N, rank ranges

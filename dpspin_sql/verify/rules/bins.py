@@ -1,9 +1,11 @@
 """Support words ("high", "rare", "a minor share") against the attached theme's released bin."""
 from __future__ import annotations
 
+import functools
 import re
 
 from ..context import Check
+from ..negation import judged
 from ..vocab import BIN_PATTERNS, bin_word_applies
 
 
@@ -19,7 +21,7 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
             ws, we = m.span()
             if c.is_consumed(ws, we) or c.overlaps(ws, we, c.rank_spans) or any(ws < b and a < we for _, a, b in found):
                 continue
-            if bin_word_applies(txt, ws, we, needs_noun):
+            if bin_word_applies(txt, ws, we, needs_noun, negatable=True):
                 found.append((bin_name, ws, we))
     found.sort(key=lambda f: f[1])
     runs: list[list[tuple[str, int, int]]] = []
@@ -38,11 +40,22 @@ def bin_predicates(c: Check, s: int, e: int) -> list[tuple[set, int, int]]:
     return out
 
 
+def _claim(c: Check, names: set, s: int, e: int, guess=None) -> None:
+    att = [guess] if guess is not None else c.attach(s, e, back=False)
+    for men in att if c.plural(att) else att[:1]:  # "both are low": each theme of a plural anaphor
+        bins = {str(c.atom(x).get("bin", "")).lower() for x in men.atoms}
+        if not bins & names:
+            c.add("wrong_bin", s, e,
+                  f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
+
+
 def check(c: Check) -> None:
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
-        att = c.attach(s, e, back=False)
-        for men in att if c.plural(att) else att[:1]:  # "both are low": each theme of a plural anaphor
-            bins = {str(c.atom(x).get("bin", "")).lower() for x in men.atoms}
-            if not bins & names:
-                c.add("wrong_bin", s, e,
-                      f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
+        k = c.sentence_of(s)
+        cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
+        guess = None if c.in_range(*c.sents[k]) else c.subject(cs, s)
+        if guess is not None and not guess.atoms:   # "allergic reactions have high support"
+            c.add("wrong_bin", cs, e, f'"{guess.text}" is no theme of the plan, so no released bin backs this claim')
+            continue
+        if guess is not None or c.attach(s, e, back=False):   # "not high": judged through "high" (negation.py)
+            judged(c, s, e, "wrong_bin", functools.partial(_claim, c, names, s, e, guess))

@@ -7,22 +7,33 @@ gap value by the rounding rule.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 
 from ..context import Check
 from ..lexicon import Mention
+from ..negation import judged
 from ..numeric import HEDGE_APPROX, NUMWORD, number_matches, numbers, parse_words
 from ..plan import mass
 from ..vocab import SHARED_RANK
 
-GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w-]+){0,3}?\s+than\b"
+GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w§-]+){0,3}?\s+than\b"
                 r"|\b(?:outnumber(?:s|ed)?|exceed(?:s|ed)?|surpass(?:es|ed)?|outpace(?:s|d)?|outrank(?:s|ed)?"
-                r"|eclipse(?:s|d)?|dwarf(?:s|ed)?|overshadow(?:s|ed)?)\b(?!\s+by)|\bahead\s+of\b", re.I)
-LT = re.compile(r"\b(?:less|fewer|lower|smaller)\b(?:\s+[\w-]+){0,3}?\s+than\b"
+                r"|eclipse(?:s|d)?|dwarf(?:s|ed)?|overshadow(?:s|ed)?|outweigh(?:s|ed)?)\b(?!\s+by)|\bahead\s+of\b"
+                r"|\b(?:beat(?:s|ing)?|tops?|topped|leads?|led|dominat(?:es|ed|ing)|edges?\s+out|edged\s+out)(?=\s+§)"
+                r"|\b(?:ranks?|ranked|sits?|comes?|came)\s+(?:above|ahead\s+of|higher\s+than|over)\b|\bcommoner\s+than\b",
+                re.I)
+LT = re.compile(r"\b(?:less|fewer|lower|smaller)\b(?:\s+[\w§-]+){0,3}?\s+than\b"
                 r"|\b(?:outnumbered|exceeded|surpassed|outpaced|outranked|eclipsed|dwarfed|overshadowed)\s+by\b"
-                r"|\b(?:trail(?:s|ed|ing)?|lag(?:s|ged|ging)?(?:\s+behind)?|behind)\b", re.I)
-SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+par|roughly\s+equal(?:ly)?|about\s+equal(?:ly)?"
+                r"|\b(?:trail(?:s|ed|ing)?|lag(?:s|ged|ging)?(?:\s+behind)?|behind)\b"
+                r"|\b(?:rarer|scarcer)\s+than\b|\b(?:ranks?|ranked|sits?|comes?|came)\s+(?:below|lower\s+than|under)\b",
+                re.I)
+SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+(?:a\s+)?par|indistinguishable"
+                 r"|equally\s+(?:common|frequent|prevalent|popular|often|mentioned|represented|cited|reported)"
+                 r"|(?:the\s+)?same\s+(?:support|share|mass|frequency|prevalence|size|amount)"
+                 r"|(?:do|does|did)\s+not\s+differ(?:\s+(?:meaningfully|significantly|much|materially))?"
+                 r"|cannot\s+be\s+(?:told\s+apart|distinguished)|roughly\s+equal(?:ly)?|about\s+equal(?:ly)?"
                  r"|nearly\s+equal(?:ly)?|(?:about|roughly|nearly|almost|just)\s+as\s+\w+\s+as|as\s+(?:common|frequent|prevalent|often)\s+as"
                  r"|neck\s+and\s+neck|tied|level\s+with|close\s+to|in\s+line\s+with|match(?:es)?"
                  r"|close\s+together|(?:(?:are|were|is|was|remain|remains|stay|stays|sit|sits|look|looks|seem|seem|run|runs)\s+)"
@@ -174,14 +185,58 @@ def check(c: Check) -> None:
             continue
         if op == "sim" and not right and len(left) >= 2:
             left, right = left[:1], left[1:]
-        if not left:
-            continue
-        if not right:
-            if op in ("gt", "lt") and re.match(r"\s*(?:the|all|any|every)\s+(?:other|rest|remaining|others)", txt[e:e + 30]):
-                _vs_rest(c, left[0], op, s, e)
-            continue
-        for a in left:
-            for b in right:
-                r = _pair_verdict(c, a, b, op, k)
-                if r:
-                    c.add(r[0], a.start, b.end, f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')
+        if not left and op in ("gt", "lt"):   # "more reviews mention A than B": A is inside the cue
+            left = c.in_range(s, e)[:1]
+        code = "unsupported_comparison" if op == "sim" else "reversed_comparison"
+        judged(c, s, e, code, functools.partial(_pairs, c, s, e, op, k, left, right))
+
+
+_QUANTITY = re.compile(r"\s*(?:half|a\s+(?:third|quarter|fifth|tenth)|one\s+in|twice|double|a\s+few|a\s+handful|"
+                       r"a\s+couple|several|many|most|(?:the\s+)?(?:public\s+)?(?:comparison\s+)?margin|(?:the\s+)?noise)\b", re.I)
+_FUNCTION = {"a", "an", "the", "is", "are", "was", "were", "be", "been", "it", "they", "them", "this", "that", "these",
+             "those", "there", "here", "of", "in", "on", "at", "by", "for", "to", "and", "or", "as", "so", "does", "do",
+             "did", "has", "have", "had", "theme", "themes", "topic", "topics", "mention", "mentions", "one", "ones"}
+
+
+def _other_side(c: Check, s: int, e: int, right_missing: bool) -> bool:
+    """Does the side with no theme name something (a word no earlier rule has judged), so
+    the comparison is with a thing the plan does not release? "More than half of …" is a
+    quantity, and "than last year" has been judged as a trend already."""
+    if right_missing and not c.masked[s:e].lower().rstrip().endswith("than"):
+        return False   # "A is close behind", "A trails": its partner may be in another sentence
+    k = c.sentence_of(s)
+    cs, ce = next(((a, b) for a, b in c.clauses_of(k) if a <= s < b), c.sents[k])
+    if _QUANTITY.match(c.masked[e:e + 48]):
+        return False
+    lo, hi = (e, ce) if right_missing else (cs, s)
+    if any(v.start < hi and lo < v.end for v in c.out):
+        return False   # already judged there ("than last year": a trend)
+    for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", c.masked[lo:hi]):
+        a, b = lo + m.start(), lo + m.end()
+        if m.group().lower() not in _FUNCTION and not c.is_consumed(a, b):
+            return True
+    return False
+
+
+_REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|others)\b", re.I)
+
+
+def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], right: list[Mention]) -> None:
+    txt = c.masked
+    if not left or not right:
+        if left and op in ("gt", "lt") and _REST.match(txt[e:e + 30]):
+            _vs_rest(c, left[0], op, s, e)
+        elif (left or right) and op in ("gt", "lt", "ratio") and _other_side(c, s, e, bool(left)):
+            # one side is a theme, the other is not one the plan releases ("allergic reactions",
+            # "than expected", "than last year"): nothing in the plan backs it (fails closed)
+            known = (left or right)[0]
+            c.add("unsupported_comparison", min(s, known.start), max(e, known.end),
+                  f'"{known.text}" is compared with something the plan does not release')
+        return
+    for a in left:
+        for b in right:
+            r = _pair_verdict(c, a, b, op, k)
+            if r:
+                c.add(r[0], a.start, b.end, f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')
+            elif op in ("gt", "lt") and re.match(r"\s*(?:,\s*)?by\b", txt[b.end:b.end + 8]):
+                _gap_numbers(c, a, b, s)   # "A leads B by about 133 mentions": the released difference

@@ -92,7 +92,7 @@ def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
                 vals.append(mass(a))
                 if a.get("display_mass") is not None:
                     vals.append(float(a["display_mass"]))
-                if a.get("support") is not None and num.kind == "digits" and num.value < 1:
+                if a.get("support") is not None and num.kind == "digits" and 0 < num.value < 1:
                     vals.append(float(a["support"]))
     return vals
 

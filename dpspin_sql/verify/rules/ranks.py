@@ -6,9 +6,11 @@ rank groups against every theme named in the sentence.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from ..context import Check
+from ..negation import judged
 from ..numeric import ORDINALS, TENS, UNITS, ord_value, parse_words
 from ..plan import mass
 from ..vocab import ORD, PLAN_NOUNS, RANK1, RANK_ADJ, RANKLAST, SHARED_RANK
@@ -19,7 +21,7 @@ _POS = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + "|" + "|".join(list(UNI
 _GROUP_END = rf"(?=[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b|\s*[,.;:)—–]|\s*$|\s+(?:are|were|is|was|have|has|all|both|each|together)\b)"
 # "beyond the top three": the mentions are outside the group
 _EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\s+from|other\s+than|except(?:\s+for)?|"
-                      r"excluding|not\s+(?:in|among)|behind|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
+                      r"excluding|(?:\bnot|n['’]t)\s+(?:in|among)|behind|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
 PATTERNS = [
     (SHARED_RANK, "shared"),
     (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
@@ -31,7 +33,8 @@ PATTERNS = [
     (re.compile(rf"\b{ORD}[\s-]+(?:least|lowest|smallest|rarest)\b", re.I), "ordlast"),
     (re.compile(r"\b(?:rank(?:s|ed|ing)?|placed|places|position(?:ed)?|com(?:es|e|ing)\s+in|came\s+in|sits?\s+at|at|number|no\.|#)\s*(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?"
                 r"(?P<k>\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + r")\b", re.I), "k"),
-    (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?)\s+(?:in\s+)?{ORD}\b", re.I), "ordk"),
+    (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?|is|are|was|were)\s+(?:in\s+)?{ORD}"
+                r"\b(?![\s-]+(?:mentioned|listed|noted|reported|seen|raised|time|glance|sight))", re.I), "ordk"),
     (re.compile(rf"\b(?:in|at)\s+{ORD}\s+(?:place|position|spot)\b", re.I), "ordk"),
     (re.compile(rf"\bthe\s+{ORD}\s+(?:{PLAN_NOUNS})\b", re.I), "ordk"),
     (re.compile(r"\b(?:top|first|leading)[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
@@ -39,7 +42,15 @@ PATTERNS = [
     (re.compile(r"\b(?:last|final)\s+(?P<k>\d+|" + _COUNTW + r")\b" + _GROUP_END, re.I), "bottomn"),
     (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
     (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
-    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table)\b|\bin\s+(?:the\s+)?lead\b", re.I), "r1v"),
+    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table|pack|field)\b"
+                r"|\bin\s+(?:the\s+)?lead\b"
+                r"|\b(?:mentioned|cited|reported|raised|discussed|named)\s+(?:the\s+)?most(?:\s+(?:often|frequently))?\b"
+                r"|\bmost\s+(?:often|frequently)(?!\s+than)\b"
+                r"|\b(?:holds?|takes?|took|claims?|claimed)\s+(?:the\s+)?(?:first\s+place|top\s+spot|top\s+position|lead)\b"
+                r"|\bthe\s+(?:main|primary|chief|principal|predominant|top|biggest|leading|number[\s-]one)\s+"
+                r"(?:concern|complaint|problem|driver|pain\s+point)\b", re.I), "r1v"),
+    (re.compile(r"\b(?:mentioned|cited|reported|raised|discussed)\s+(?:the\s+)?least(?:\s+(?:often|frequently))?\b"
+                r"|\bleast\s+(?:often|frequently)(?!\s+than)\b", re.I), "rlastv"),
     (re.compile(r"\b(?:comes?|came|ranks?|ranked|sits?|is|are)\s+(?:in\s+)?last\b|\bin\s+last\s+place\b|\bat\s+the\s+bottom\b", re.I), "rlastv"),
 ]
 
@@ -158,11 +169,38 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
         want = ord_value(gd["ord"])
     else:
         want = ord_value(gd["k"])
+    k = c.sentence_of(s)
+    cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
     att = c.attach(s, e)
+    guess = None if c.in_range(*c.sents[k]) else c.subject(cs, s)
+    if guess is not None and not guess.atoms:
+        c.add("wrong_rank", cs, e, f'"{guess.text}" is no theme of the plan, so no released rank backs this claim')
+        return
+    if guess is not None:   # a paraphrase: the themes that share a word with it
+        att = [guess]
     for men in att if c.plural(att) else att[:1]:  # "they rank second": each theme of a plural anaphor
         ranks = _ranks(c, men)
         if want not in ranks:
             c.add("wrong_rank", s, e, f'"{men.text}" has released rank {ranks[0]}, but the summary says rank {want}')
+        elif want in (1, c.max_rank) and kind in ("r1", "r1v", "rlast", "rlastv") and _CERTAIN.search(_clause_text(c, s)):
+            ordered = sorted(c.plan["atoms"], key=lambda a: int(a.get("rank", 0)))
+            pair = ordered[:2] if want == 1 else ordered[-2:]
+            if len(pair) == 2 and abs(mass(pair[0]) - mass(pair[1])) < c.margin:
+                c.add("unsupported_comparison", s, e, f'"{men.text}" is stated to be {"first" if want == 1 else "last"} '
+                      f"beyond doubt, but the released masses of the {'top' if want == 1 else 'bottom'} two differ by "
+                      f"less than the comparison margin ({c.margin:g})")
+
+
+# words that claim the rank is beyond the noise: they need the margin to the next theme
+_CERTAIN = re.compile(r"\b(?:clearly|by\s+far|far\s+and\s+away|undisputed(?:ly)?|decisively|easily|unambiguously|"
+                      r"definitely|certainly|undoubtedly|without\s+(?:a\s+|any\s+)?doubt|significantly|overwhelmingly|"
+                      r"unquestionably|indisputably|comfortably|by\s+a\s+(?:wide|large|clear|big)\s+margin)\b", re.I)
+
+
+def _clause_text(c: Check, s: int) -> str:
+    k = c.sentence_of(s)
+    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    return c.masked[cs:ce]
 
 
 def _pos(s: str) -> int:
@@ -219,7 +257,10 @@ def check(c: Check) -> None:
             c.consume(s, e)
             if kind == "range":
                 range_sentences.add(c.sentence_of(s))
-            _claim(c, kind, m, s, e)
+            if kind in ("topn", "bottomn") and _EXCLUDE.search(c.masked[c.sents[c.sentence_of(s)][0]:s]):
+                _claim(c, kind, m, s, e)   # "not among the top three" is judged as outside the group
+            else:
+                judged(c, s, e, "wrong_rank", functools.partial(_claim, c, kind, m, s, e))
     # "ranks 1–3 are high, 4–7 moderate and 8–10 low": further bare ranges of a rank-range sentence
     for k in sorted(range_sentences):
         for m in _BARE_RANGE.finditer(txt, *c.sents[k]):

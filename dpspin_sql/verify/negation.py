@@ -1,0 +1,58 @@
+"""Negated and hedged claims ("X is not the most common", "it is unclear whether A is more
+common than B"), judged through the claim they deny.
+
+A rule checks the positive claim as usual; `judged` then turns its result around when the
+claim's clause negates it: the negation is supported exactly when the plan does not support
+the positive claim, and a hedge ("unclear whether") only when the plan leaves the question
+open (the positive claim fails for want of margin, not because the plan shows the opposite).
+Without this a dropped "not" would let a false sentence through and reject a true one.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .context import Check
+
+# a negator before the claim word in its clause ("is not", "isn't", "does not have", "no more … than")
+_NEGATOR = re.compile(r"\b(?:not|never|cannot)\b|n['’]t\b|\bno\b(?=\s+(?:more|less|fewer|higher|lower|greater|"
+                      r"bigger|smaller|larger)\b)", re.I)
+# negations that do not deny what follows ("not only … but", "not surprisingly")
+_NOT_DENIAL = re.compile(r"\bnot\s+(?:only|just|merely|surprisingly|unexpectedly|unlike)\b", re.I)
+_HEDGE = re.compile(r"\b(?:unclear|uncertain|unknown|not\s+(?:clear|certain|known)|no\s+(?:clear\s+|firm\s+)?evidence|"
+                    r"(?:do|does|did)\s+not\s+(?:show|establish|prove|tell)|(?:cannot|can\s+not|can['’]t)\s+"
+                    r"(?:tell|say|show|establish|determine)|hard\s+to\s+(?:tell|say)|too\s+close\s+to\s+call)\b", re.I)
+# the window ends at a conjunction: "not rare and is the most common" negates only "rare"
+_CUT = re.compile(r"\b(?:and|or|then|so|yet)\b", re.I)
+_OPEN = ("unsupported_comparison",)   # what a hedge may stand on: no margin either way
+
+
+def polarity(c: Check, s: int) -> str:
+    """'positive', 'negated' or 'hedged' for the claim word at s, from the start of its clause."""
+    k = c.sentence_of(s)
+    cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
+    cut = list(_CUT.finditer(c.masked, cs, s))
+    cs = cut[-1].end() if cut else cs
+    window = _NOT_DENIAL.sub(lambda m: " " * len(m.group()), c.masked[cs:s + 12])  # past s: "no| more"
+    if any(m.start() < s - cs for m in _HEDGE.finditer(window)):
+        return "hedged"
+    return "negated" if sum(m.start() < s - cs for m in _NEGATOR.finditer(window)) % 2 else "positive"
+
+
+def judged(c: Check, s: int, e: int, code: str, run: Callable[[], None]) -> None:
+    """Run one positive claim's check, then apply the clause's polarity to its violations."""
+    mode = polarity(c, s)
+    before = len(c.out)
+    run()
+    if mode == "positive":
+        return
+    found = c.out[before:]
+    del c.out[before:]
+    if mode == "hedged":
+        if found and any(v.code not in _OPEN for v in found):
+            c.add(code, s, e, "the plan settles what this sentence calls unclear: " + found[0].message)
+        elif not found:
+            c.add(code, s, e, "the plan supports the claim this sentence calls unclear")
+        return
+    if not found:
+        c.add(code, s, e, "the plan supports the claim this sentence denies")

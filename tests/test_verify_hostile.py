@@ -1,0 +1,118 @@
+"""Hostile summaries from an adversarial review, in their general forms, and the faithful
+sentences next to them that must still pass (docs/VERIFIER.md: *Negation*, *Hidden text*,
+*Subjects that are no theme*, *What no plan can show*).
+
+Amazon plan (tests/helpers/verifier_plans.py): dry skin rank 1 (612.4, high), long lasting and
+strong smell ranks 2–3 within the margin of 14.9, nice scent rank 10 (35.1, low).
+"""
+from __future__ import annotations
+
+import pytest
+
+from dpspin_sql.verify import verify
+from tests.helpers.verifier_plans import make_plan, plan
+
+REJECTED = [
+    # negation: the claim a sentence denies is judged, not dropped
+    ("amazon", "Dry skin is not the most common theme.", "wrong_rank"),
+    ("amazon", "Dry skin isn't among the top three themes.", "wrong_rank"),
+    ("amazon", "Dry skin does not rank in the top three.", "wrong_rank"),
+    ("amazon", "Nice scent is not less common than dry skin.", "reversed_comparison"),
+    ("amazon", "Dry skin is no more common than nice scent.", "reversed_comparison"),
+    ("amazon", "Dry skin does not have high support.", "wrong_bin"),
+    ("amazon", "Nice scent is not rare.", "wrong_bin"),
+    ("amazon", "Long lasting and strong smell are not similar.", "unsupported_comparison"),
+    ("amazon", "It is unclear whether nice scent is more common than dry skin.", "reversed_comparison"),
+    # markup, invisible and look-alike characters, hard-wrapped lines
+    ("amazon", "Nice scent is **more common** than dry skin.", "reversed_comparison"),
+    ("amazon", "Nice scent is the _most common_ theme.", "wrong_rank"),
+    ("amazon", "Nice scent is the <b>most</b> common theme.", "wrong_rank"),
+    ("amazon", "Nice scent is\nmore common than dry skin.", "reversed_comparison"),
+    ("amazon", "Nice scent is mo\u200bre common than dry skin.", "obfuscated_text"),
+    ("amazon", "Nice scent has hi\u00adgh support.", "obfuscated_text"),
+    ("amazon", "Nice scent is the m\u043est common theme.", "obfuscated_text"),
+    ("amazon", "Nice scent is the \uff4d\uff4f\uff53\uff54 common theme.", "obfuscated_text"),
+    ("amazon", "Nice scent is the mo\u0301st common theme.", "obfuscated_text"),
+    # a subject that is no theme: a paraphrase is read as the themes sharing a word, else fails closed
+    ("amazon", "Nice smell is the most common theme.", "wrong_rank"),
+    ("amazon", "Allergic reactions have high support.", "wrong_bin"),
+    ("amazon", "Allergic reactions are more common than dry skin.", "unsupported_comparison"),
+    ("amazon", "Dry skin is more common than expected.", "unsupported_comparison"),
+    ("amazon", "More reviews mention nice scent than dry skin.", "reversed_comparison"),
+    # comparison and rank wording
+    ("amazon", "Nice scent beats dry skin.", "reversed_comparison"),
+    ("amazon", "Nice scent tops dry skin.", "reversed_comparison"),
+    ("amazon", "Long lasting edges out strong smell.", "unsupported_comparison"),
+    ("amazon", "Dry skin is rarer than nice scent.", "reversed_comparison"),
+    ("amazon", "Nice scent ranks above dry skin.", "reversed_comparison"),
+    ("amazon", "Nice scent and dry skin are equally common.", "unsupported_comparison"),
+    ("amazon", "Dry skin and nice scent have the same support.", "unsupported_comparison"),
+    ("amazon", "Dry skin and nice scent are indistinguishable.", "unsupported_comparison"),
+    ("amazon", "Nice scent is the most-mentioned theme.", "wrong_rank"),
+    ("amazon", "Nice scent is mentioned most often.", "wrong_rank"),
+    ("amazon", "Reviewers mention nice scent most often.", "wrong_rank"),
+    ("amazon", "Nice scent is second.", "wrong_rank"),
+    ("amazon", "Nice scent takes the top spot.", "wrong_rank"),
+    ("amazon", "Nice scent is the main concern.", "wrong_rank"),
+    ("amazon", "Dry skin is the least-mentioned theme.", "wrong_rank"),
+    ("amazon", "Long lasting is clearly the second most common theme, well ahead of strong smell.",
+     "unsupported_comparison"),
+    # what no plan can show
+    ("amazon", "Nice scent is never mentioned.", "unsupported_claim"),
+    ("amazon", "Nice scent is not mentioned at all.", "unsupported_claim"),
+    ("amazon", "Zero reviews mention nice scent.", "unsupported_claim"),
+    ("amazon", "Dry skin has 0 mentions.", "unsupported_claim"),
+    ("amazon", "Exactly 612 reviews mention dry skin.", "unsupported_number"),
+    ("amazon", "The true count of dry skin is 612.", "unsupported_number"),
+    ("amazon", "Dry skin causes most of the negative ratings.", "unsupported_claim"),
+    ("amazon", "Reviewers who mention dry skin also mention strong smell.", "unsupported_claim"),
+    ("amazon", "Women mention dry skin more than men.", "unsupported_claim"),
+    ("amazon", "Dry skin has 5k mentions.", "unsupported_number"),
+    ("amazon", "Dry skin accounts for 90pc of reviews.", "unsupported_number"),
+]
+
+ACCEPTED = [
+    ("amazon", "Nice scent is not the most common theme."),
+    ("amazon", "Nice scent isn't among the top three themes."),
+    ("amazon", "Long lasting is not clearly more common than strong smell."),
+    ("amazon", "It is unclear whether long lasting is more common than strong smell."),
+    ("amazon", "Dry skin is not rare."),
+    ("amazon", "Nice scent does not have high support."),
+    ("amazon", "Dry skin is **the most common** theme, with _high_ support."),
+    ("amazon", "Dry skin is the most\ncommon theme."),
+    ("amazon", "Dry skin beats nice scent."),
+    ("amazon", "More reviews mention dry skin than nice scent."),
+    ("amazon", "Dry skin is the most-mentioned theme."),
+    ("amazon", "Dry skin is clearly the most common theme."),
+    ("amazon", "Long lasting and strong smell are equally common."),
+    ("amazon", "Dry skin is more common than any other theme."),
+    ("amazon", "This release used ε = 1 and δ = 10⁻⁶."),
+    ("amazon", "Dry skin is not only the most common theme but also has high support."),
+    ("amazon", "Dry skin can appear in a review together with strong smell."),
+    ("cfpb", "Incorrect information on your report is the most common theme."),
+]
+
+
+@pytest.mark.parametrize("plan_name, summary, code", REJECTED, ids=[s for _, s, _ in REJECTED])
+def test_hostile_summaries_are_rejected(plan_name, summary, code):
+    v = verify(summary, plan(plan_name))
+    assert not v.accepted
+    assert code in {x.code for x in v.violations}, [x.to_dict() for x in v.violations]
+
+
+@pytest.mark.parametrize("plan_name, summary", ACCEPTED, ids=[s for _, s in ACCEPTED])
+def test_faithful_summaries_still_pass(plan_name, summary):
+    v = verify(summary, plan(plan_name))
+    assert v.accepted, [x.to_dict() for x in v.violations]
+
+
+def test_a_certain_first_place_needs_the_margin_to_second():
+    tied = make_plan(["missing notifications", "wrong item", "refund delay"], [29.8, 28.3, 26.8])
+    assert verify("Missing notifications is the most common theme.", tied).accepted
+    v = verify("Missing notifications is clearly the most common theme.", tied)
+    assert [x.code for x in v.violations] == ["unsupported_comparison"]
+
+
+def test_letters_of_the_plans_own_script_are_not_hidden_text():
+    greek = make_plan(["καφές", "dry skin"], [300.0, 100.0])
+    assert verify("καφές is the most common theme.", greek).accepted
