@@ -69,6 +69,24 @@ REJECTED = [
     ("amazon", "Women mention dry skin more than men.", "unsupported_claim"),
     ("amazon", "Dry skin has 5k mentions.", "unsupported_number"),
     ("amazon", "Dry skin accounts for 90pc of reviews.", "unsupported_number"),
+    # a claim carried to another theme, and a claim next to an aside about another theme
+    ("amazon", "Dry skin is the most common theme, and so is nice scent.", "wrong_rank"),
+    ("amazon", "Dry skin has high support, as does nice scent.", "wrong_bin"),
+    ("amazon", "Dry skin accounts for 12% of reviews. So does nice scent.", "unsupported_number"),
+    ("amazon", "Nice scent, unlike dry skin, is the most common theme.", "wrong_rank"),
+    ("amazon", "Nice scent, like dry skin, is the most common theme.", "wrong_rank"),
+    # more support words, trends, quotations and addresses
+    ("amazon", "Nice scent is extremely common.", "wrong_bin"),
+    ("amazon", "Nice scent is in the top bin.", "wrong_bin"),
+    ("amazon", "Nice scent has strong support.", "wrong_bin"),
+    ("amazon", "Dry skin is negligible.", "wrong_bin"),
+    ("amazon", "Dry skin has weak support.", "wrong_bin"),
+    ("amazon", "Dry skin has become the top theme.", "unsupported_trend"),
+    ("amazon", "Dry skin is now the most common theme.", "unsupported_trend"),
+    ("amazon", "Dry skin is getting worse.", "unsupported_trend"),
+    ("amazon", "Reviewers wrote \u00abnever again\u00bb about dry skin.", "quotation"),
+    ("amazon", "Reviewers wrote `never again` about dry skin.", "quotation"),
+    ("amazon", "Visit example.com for dry skin tips.", "contact_detail"),
 ]
 
 ACCEPTED = [
@@ -90,6 +108,13 @@ ACCEPTED = [
     ("amazon", "Dry skin is not only the most common theme but also has high support."),
     ("amazon", "Dry skin can appear in a review together with strong smell."),
     ("cfpb", "Incorrect information on your report is the most common theme."),
+    ("amazon", "Long lasting has moderate support, and so does strong smell."),
+    ("amazon", "Nice scent has low support, as does skin irritation."),
+    ("amazon", "Great price trails the top three."),
+    ("amazon", "Great price narrowly misses the top three."),
+    ("amazon", "Dry skin is roughly 17 times as common as nice scent."),
+    ("amazon", "Dry skin leads long lasting by about 133 mentions."),
+    ("amazon", "Dry skin, unlike nice scent, has high support."),
 ]
 
 

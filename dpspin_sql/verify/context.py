@@ -46,7 +46,8 @@ class Check:
     """One (summary, plan) verification in progress."""
 
     def __init__(self, text: str, plan: dict, dictionary: Iterable | None, require_theme: bool = False):
-        self.text, self.plan, self.require_theme = text, plan, require_theme
+        dictionary = list(dictionary) if dictionary is not None else None   # read twice (rules/ellipsis.py)
+        self.text, self.plan, self.require_theme, self.dictionary = text, plan, require_theme, dictionary
         self.lex = Lexicon(plan, dictionary)
         self.out: list[Violation] = []
         self.margin = margin_of(plan)
@@ -188,6 +189,10 @@ class Check:
         """Is `att` a plural anaphor ("they", "both", "these two"): a value attached to it is stated for each."""
         return len(att) > 1 and all(m.group >= 0 and m.group == att[0].group for m in att)
 
+    def _in_aside(self, k: int, pos: int) -> bool:
+        """Is pos in a clause that is an aside about another theme (", unlike B,", ", like B,")?"""
+        return bool(_ASIDE.search(self.masked[max(self.sents[k][0], pos - 40):pos]))
+
     def names_other(self, lo: int, hi: int) -> bool:
         """Does masked[lo:hi] name something — a content word that is not a function word, a plan
         or record noun, a mention, or text an earlier rule has judged?"""
@@ -237,6 +242,9 @@ class Check:
                     return [min(ms, key=lambda m: _dist(m, s, e))]
         ms = self.in_range(ss, se)
         before = [m for m in ms if m.end <= s]
+        main = [m for m in before if not self._in_aside(k, m.start)]
+        if main:   # "Nice scent, unlike dry skin, is the most common theme": the claim is nice scent's
+            return [main[-1]]
         if before:
             return [before[-1]]
         if ms:
@@ -282,3 +290,6 @@ _FILLER_NOUNS = re.compile(r"(?:themes?|topics?|atoms?|issues?|categor(?:y|ies)|
 # label words too general to say which theme a paraphrase means
 _GENERIC = {"problem", "issue", "other", "company", "service", "product", "good", "bad", "great", "poor", "not",
             "no", "your", "my", "their", "get", "got", "make", "made", "thing", "way", "time", "experience"}
+_ASIDE = re.compile(r"[,;:(—–-]\s*(?:unlike|like|along\s+with|as\s+with|as\s+well\s+as|together\s+with|besides|"
+                    r"apart\s+from|except(?:\s+for)?|not|rather\s+than|instead\s+of|compared\s+(?:with|to)|"
+                    r"in\s+contrast\s+to|similar\s+to)\s+(?:the\s+)?$", re.I)

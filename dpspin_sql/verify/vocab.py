@@ -6,13 +6,17 @@ import re
 from .numeric import ORDINALS
 
 BIN_WORDS = {
-    "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy"],
-    "moderate": ["moderate", "moderately", "medium", "middling", "intermediate", "mid-level", "mid-range", "midrange", "average"],
-    "low": ["low", "rare", "rarely", "uncommon", "infrequent", "scarce", "marginal", "occasional"],
+    "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy",
+             "extremely common", "exceptionally common", "extremely frequent", "very prevalent", "top bin", "top tier",
+             "upper tier", "highest bin"],
+    "moderate": ["moderate", "moderately", "medium", "middling", "intermediate", "mid-level", "mid-range", "midrange", "average",
+                 "middle bin", "middle tier", "mid tier"],
+    "low": ["low", "rare", "rarely", "uncommon", "infrequent", "scarce", "marginal", "occasional", "negligible",
+            "fringe", "bottom bin", "lowest bin", "bottom tier", "lower tier"],
 }
-BIN_NEEDS_NOUN = {"high": ["major", "large", "substantial", "big", "sizable", "considerable"],
+BIN_NEEDS_NOUN = {"high": ["major", "large", "substantial", "big", "sizable", "considerable", "strong", "robust", "solid"],
                   "moderate": ["modest", "middle"],
-                  "low": ["minor", "small", "limited", "niche", "slight", "little"]}
+                  "low": ["minor", "small", "limited", "niche", "slight", "little", "weak", "tiny"]}
 BIN_PATTERNS = [(b, needs, re.compile(r"\b" + re.escape(w).replace(r"\ ", r"\s+").replace(r"\-", r"[\s-]?") + r"\b", re.I))
                 for src, needs in ((BIN_WORDS, False), (BIN_NEEDS_NOUN, True)) for b, ws in src.items() for w in ws]
 SUPPORT_NOUNS = (r"(?:support|share|shares|portion|part|fraction|proportion|presence|volume|number|amount|prevalence|"

@@ -15,6 +15,7 @@ from . import (
     comparisons,
     counts,
     details,
+    ellipsis,
     intervals,
     mentions,
     numbers,
@@ -31,6 +32,7 @@ RULES = (
     anecdotes,     # one person's or one record's experience or statement
     temporal,      # change over time: unsupported by a single plan
     beyond,        # absence, exact counts, causes / co-occurrence / subgroups, unread units
+    ellipsis,      # "and so is B", "as does B": the antecedent's claim re-verified for B
     anaphora,      # "it", "the former", "both": claims about a theme by reference, one fork per reading
     comparisons,   # more/less/similar/ratio/gap under the margin
     ranks,         # rank 1, last, ordinals, top-N, rank ranges

@@ -88,7 +88,7 @@ def _judge(c: Check, ma: float, mb: float, op: str, k: float):
             return ("reversed_comparison" if d <= -M else "unsupported_comparison",
                     f"a multiple needs the first to exceed the second by the comparison margin ({M:g})")
         r = ma / mb if mb > 0 else math.inf
-        return None if abs(r - k) <= 0.25 + 1e-9 else ("unsupported_comparison", f"the released ratio is {r:.2f}, not about {k:g}")
+        return None if abs(r - k) <= max(0.25, 0.03 * k) + 1e-9 else ("unsupported_comparison", f"the released ratio is {r:.2f}, not about {k:g}")
     return None
 
 

@@ -16,7 +16,9 @@ _MONTHS = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?
            r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
 PATTERNS = [
     ("contact_detail", "an e-mail address", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    ("contact_detail", "a web address", re.compile(r"(?i)\bhttps?://\S+|\bwww\.\S+")),
+    ("contact_detail", "a web address", re.compile(r"(?i)\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+                                                     r"\.(?:com|org|net|io|co|gov|edu|info|biz|app|dev|shop|store|uk|us|"
+                                                     r"de|fr|ca|au|in)\b(?:/\S*)?")),
     ("contact_detail", "a phone number",
      re.compile(r"(?<![\w.])(?:\+?\d{1,3}[\s.-]?)?\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?![\w])")),
     ("identifier", "an identification number", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
@@ -33,7 +35,8 @@ PATTERNS = [
      re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd|euros?|pounds)\b", re.I)),
     ("named_entity", "a named person", re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Sir|Madam)\.?\s+[A-Z][a-z]+")),
 ]
-QUOTE_RE = re.compile(r"“([^”\n]+)”|\"([^\"\n]+)\"|‘([^’\n]+)’|(?<![\w])'([^'\n]{3,}?)'(?![\w])")
+QUOTE_RE = re.compile(r"“([^”\n]+)”|\"([^\"\n]+)\"|‘([^’\n]+)’|(?<![\w])'([^'\n]{3,}?)'(?![\w])"
+                      r"|«\s?([^»\n]+?)\s?»|„([^“”\n]+)[“”]|‹([^›\n]+)›|`([^`\n]+)`")
 _QUOTE_CHARS = "\"“”‘’'″′"
 _NOT_A_MARK = "\x01"  # a protected quote character: part of a label, or an inch / foot mark
 # public vocabulary: the listed words, and any word whose normalised tokens are all tokens of listed words

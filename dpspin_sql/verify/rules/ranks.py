@@ -21,7 +21,7 @@ _POS = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(ORDINALS) + "|" + "|".join(list(UNI
 _GROUP_END = rf"(?=[\s-]+(?:[\w-]+\s+){{0,2}}?{PLAN_NOUNS}\b|\s*[,.;:)—–]|\s*$|\s+(?:are|were|is|was|have|has|all|both|each|together)\b)"
 # "beyond the top three": the mentions are outside the group
 _EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\s+from|other\s+than|except(?:\s+for)?|"
-                      r"excluding|(?:\bnot|n['’]t)\s+(?:in|among)|behind|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
+                      r"excluding|(?:\bnot|n['’]t)\s+(?:in|among)|behind|trail(?:s|ed|ing)?|(?:narrowly\s+|just\s+)?miss(?:es|ed)?|falls?\s+(?:just\s+)?(?:outside|short\s+of)|follows?|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
 PATTERNS = [
     (SHARED_RANK, "shared"),
     (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"

@@ -180,6 +180,13 @@ def _claims(c: Check, txt: str, ss: int, se: int) -> list[tuple[int, int]]:
     return out
 
 
+# change stated without a change verb of the lists above ("has become the top theme", "is now the most common")
+_MORE_CHANGE = re.compile(r"\b(?:has|have|had)\s+(?:now\s+|since\s+)?become\b|\b(?:is|are)\s+now\s+(?:the\s+)?"
+                          r"(?:most|least|top|leading|more|less|second|third|biggest|largest|main)\b"
+                          r"|\bgetting\s+(?:worse|better|more|less|commoner|rarer)\b|\bescalating\b"
+                          r"|\bmultipl(?:ied|ying)\b|\b(?:up|down)\s+(?:sharply|steeply|significantly)\b", re.I)
+
+
 def check(c: Check) -> None:
     if c.plan.get("time_dimension"):
         return  # a plan with per-period values: left to a rule that can check change against them
@@ -190,6 +197,7 @@ def check(c: Check) -> None:
             continue  # "a single plan cannot show whether …", "they say nothing about how themes change"
         if HYPOTHETICAL.search(sentence) and not (TIME_FRAME.search(txt[ss:se]) or TIME_FRAME_CS.search(sentence)):
             continue  # "a change of a few complaints would not alter the ranking"
-        for s, e in _claims(c, txt, ss, se):
+        extra = [m.span() for m in _MORE_CHANGE.finditer(txt, ss, se)]
+        for s, e in sorted(set(_claims(c, txt, ss, se)) | set(extra)):
             c.add("unsupported_trend", s, e, f'"{c.text[s:e]}" claims a change over time; a released plan is one '
                   "snapshot with no time dimension, so no trend is supported")
