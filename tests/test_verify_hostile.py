@@ -87,6 +87,11 @@ REJECTED = [
     ("amazon", "Reviewers wrote \u00abnever again\u00bb about dry skin.", "quotation"),
     ("amazon", "Reviewers wrote `never again` about dry skin.", "quotation"),
     ("amazon", "Visit example.com for dry skin tips.", "contact_detail"),
+    # counts without a number (amazon: one high, four moderate, five low)
+    ("amazon", "There are no low-support themes.", "unsupported_number"),
+    ("amazon", "There is no high-support theme.", "unsupported_number"),
+    ("amazon", "Several themes have high support.", "unsupported_number"),
+    ("amazon", "A couple of themes have high support.", "unsupported_number"),
 ]
 
 ACCEPTED = [
@@ -115,6 +120,9 @@ ACCEPTED = [
     ("amazon", "Dry skin is roughly 17 times as common as nice scent."),
     ("amazon", "Dry skin leads long lasting by about 133 mentions."),
     ("amazon", "Dry skin, unlike nice scent, has high support."),
+    ("amazon", "Dry skin has high support. No other theme has high support."),
+    ("amazon", "Several themes have low support."),
+    ("amazon", "A few themes have moderate support."),
 ]
 
 

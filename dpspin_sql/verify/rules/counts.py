@@ -725,7 +725,41 @@ def _rank_group_lists(c: Check) -> None:
             c.add("unsupported_number", ns, ne, f'"{num.text}" does not match the {got} themes listed')
 
 
+# counts without a number: "no (other) theme has high support", "several themes have low support"
+_VAGUE_Q = (r"(?P<q>no|none\s+of\s+the|not\s+a\s+single|not\s+one|several|many|multiple|numerous|a\s+few|"
+            r"a\s+handful\s+of|a\s+couple\s+of|various)")
+_VAGUE = re.compile(
+    rf"\b{_VAGUE_Q}\s+(?P<other>other\s+|more\s+|further\s+)?(?:(?P<b1>high|moderate|low)[\s-]+support\s+(?:{PLAN_NOUNS})"
+    rf"|(?:{PLAN_NOUNS})\s+(?:\w+\s+)?(?:have|has|had|show|shows|carry|carries|get|gets|reach|reaches|are\s+in|is\s+in|"
+    rf"fall\s+in(?:to)?|falls\s+in(?:to)?|sit\s+in|sits\s+in|land\s+in|lands\s+in)\s+(?:the\s+)?(?:a\s+)?"
+    rf"(?P<b2>high|moderate|low)\b)", re.I)
+_VAGUE_RANGE = {"no": (0, 0), "none of the": (0, 0), "not a single": (0, 0), "not one": (0, 0),
+                "a couple of": (2, 3), "a few": (2, 5), "a handful of": (2, 6), "several": (3, None),
+                "many": (3, None), "numerous": (3, None), "multiple": (2, None), "various": (2, None)}
+
+
+def _vague_counts(c: Check) -> None:
+    for m in _VAGUE.finditer(c.masked):
+        if c.is_consumed(*m.span()):
+            continue
+        q = re.sub(r"\s+", " ", m.group("q").lower())
+        lo, hi = _VAGUE_RANGE[q]
+        b = (m.group("b1") or m.group("b2")).lower()
+        members = {x for x, a in c.lex.atoms.items() if str(a.get("bin", "")).lower() == b}
+        if m.group("other"):   # "no other theme": the themes just named are set apart
+            k = c.sentence_of(m.start())
+            named = {x for mm in c.in_range(c.sents[max(0, k - 1)][0], m.start()) for x in mm.atoms}
+            members -= named
+        n = len(members)
+        c.consume(*m.span())
+        if n < lo or (hi is not None and n > hi):
+            want = "none" if hi == 0 else f"at least {lo}" if hi is None else f"{lo} to {hi}"
+            c.add("unsupported_number", *m.span(), f'"{m.group()}" says {want} themes have {b} support; the plan '
+                  f"releases {n}")
+
+
 def check(c: Check) -> None:
+    _vague_counts(c)
     _rank_group_lists(c)
     _discourse_counts(c)
     counts = _recognise(c)
