@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .lexicon import Lexicon, Mention
@@ -49,6 +49,8 @@ class Check:
         dictionary = list(dictionary) if dictionary is not None else None   # read twice (rules/ellipsis.py)
         self.text, self.plan, self.require_theme, self.dictionary = text, plan, require_theme, dictionary
         self.lex = Lexicon(plan, dictionary)
+        # the whole verifier on another text, same plan and dictionary (set by core.verify; rules/ellipsis.py)
+        self.reverify: Callable[[str], Verdict] | None = None
         self.out: list[Violation] = []
         self.margin = margin_of(plan)
         self.n = len(plan["atoms"])

@@ -18,6 +18,7 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
     (the decoding loop uses it so that an empty-of-content answer never wins).
     """
     c = Check(summary or "", plan_dict(plan), dictionary, require_theme)  # a bad plan fails even when empty
+    c.reverify = lambda text: verify(text, c.plan, c.dictionary)
     if not c.text.strip():
         return Verdict(False, [Violation("empty", "", "the summary is empty", 0, 0)])
     checks = [c]
