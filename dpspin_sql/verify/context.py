@@ -212,15 +212,32 @@ class Check:
     def subject(self, lo: int, hi: int) -> Mention | None:
         """The theme(s) an unrecognised subject in masked[lo:hi] may mean, or None when it names
         nothing. A subject that is no label ("nice smell", "errors on the consumer reports") may
-        mean any admitted theme sharing one of its words (any reading may support the claim, as
-        for ambiguous mentions); one sharing none ("allergic reactions") is an empty mention,
+        mean any admitted theme that holds at least half of its content words (any reading may
+        support the claim, as for ambiguous mentions: "nice smell" may be nice scent); one that
+        no theme covers so ("allergic reactions", "long delivery times") is an empty mention,
         and a claim about it fails closed."""
         words = self._subject_words(lo, hi)
         if not words:
             return None
         toks = {t for w in words for t in content(w)} - _GENERIC
-        atoms = frozenset(x for x, label in self.lex.label_of.items() if toks & (set(content(label)) - _GENERIC))
+        atoms = frozenset(x for x, label in self.lex.label_of.items()
+                          if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) >= len(toks))
         return Mention(lo, hi, atoms, self.text[lo:hi].strip())
+
+    def claim_subject(self, s: int, e: int) -> Mention | None:
+        """The subject of a rank or bin claim at s..e when its clause names no theme: the words
+        before the claim word in the clause ("Allergic reactions are the most common theme,
+        ahead of dry skin"), or, in a sentence with no theme at all, the words after its verb
+        ("The most common theme is allergic reactions"). None: attachment decides."""
+        k = self.sentence_of(s)
+        cs, ce = next(((a, b) for a, b in self.clauses_of(k) if a <= s < b), self.sents[k])
+        if self.in_range(cs, ce):
+            return None
+        guess = self.subject(cs, s)
+        if guess is not None or self.in_range(*self.sents[k]):
+            return guess
+        verb = re.match(r"[^§¤]{0,40}?\b(?:is|are|was|were|remains?|remained|would\s+be)\s+", self.masked[e:ce])
+        return self.subject(e + verb.end(), ce) if verb else None
 
     def attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         """The theme a value at s..e is about: clause, then sentence, then previous sentence."""
@@ -285,7 +302,9 @@ stood remain remains remained rank ranks ranked come comes came sit sits sat cle
 again now currently overall altogether together plan release released data results result summary support share
 mass bin bins tier tiers level levels band bands group groups range fall falls fell fallen drop drops lie lies sit
 below above beyond after under over top bottom than most least more less high moderate low two three four five six
-seven eight nine ten single whole per cent percent""".split())
+seven eight nine ten single whole per cent percent but yet while whereas though although because since however
+about around roughly nearly approximately almost just within with without lead leads led top tops head heads follow
+follows followed trail trails trailing place places placed position positions spot spots list ranking chart table""".split())
 _FILLER_NOUNS = re.compile(r"(?:themes?|topics?|atoms?|issues?|categor(?:y|ies)|concepts?|items?|entr(?:y|ies)|areas?|"
                            r"subjects?|labels?|phrases?|reviews?|complaints?|records?|reports?|mentions?|posts?|"
                            r"comments?|tickets?|cases?|consumers?|customers?|reviewers?|users?|people|guests?|diners?)")

@@ -15,13 +15,18 @@ from collections.abc import Callable
 from .context import Check
 
 # a negator before the claim word in its clause ("is not", "isn't", "does not have", "no more … than")
-_NEGATOR = re.compile(r"\b(?:not|never|cannot)\b|n['’]t\b|\bno\b(?=\s+(?:more|less|fewer|higher|lower|greater|"
-                      r"bigger|smaller|larger)\b)", re.I)
+_NEGATOR = re.compile(r"\b(?:not|never|cannot|hardly|scarcely|barely|neither|nor|fails?\s+to|failed\s+to|"
+                      r"far\s+from|by\s+no\s+means|anything\s+but|it\s+is\s+(?:false|untrue)\s+that|few\s+would)\b"
+                      r"|n['’]t\b|\bno\b(?=\s+(?:more|less|fewer|higher|lower|greater|bigger|smaller|larger|rarer|"
+                      r"commoner|scarcer)\b)", re.I)
 # negations that do not deny what follows ("not only … but", "not surprisingly")
-_NOT_DENIAL = re.compile(r"\bnot\s+(?:only|just|merely|surprisingly|unexpectedly|unlike)\b", re.I)
+_NOT_DENIAL = re.compile(r"\bnot\s+(?:only|just|merely|surprisingly|unexpectedly|unlike)\b"
+                         r"|(?:\bnot|n['’]t)\s+far\s+(?=behind|ahead|off|from\s+the\s+top)", re.I)   # "isn't far behind"
 _HEDGE = re.compile(r"\b(?:unclear|uncertain|unknown|not\s+(?:clear|certain|known)|no\s+(?:clear\s+|firm\s+)?evidence|"
                     r"(?:do|does|did)\s+not\s+(?:show|establish|prove|tell)|(?:cannot|can\s+not|can['’]t)\s+"
-                    r"(?:tell|say|show|establish|determine)|hard\s+to\s+(?:tell|say)|too\s+close\s+to\s+call)\b", re.I)
+                    r"(?:tell|say|show|establish|determine|rule\s+out|exclude)|hard\s+to\s+(?:tell|say)|too\s+close\s+to\s+call|"
+                    r"may\s+or\s+may\s+not|might\s+or\s+might\s+not|doubtful|questionable|not\s+possible\s+to\s+(?:tell|say))\b",
+                    re.I)
 # the window ends at a conjunction: "not rare and is the most common" negates only "rare"
 _CUT = re.compile(r"\b(?:and|or|then|so|yet)\b", re.I)
 _OPEN = ("unsupported_comparison",)   # what a hedge may stand on: no margin either way

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..context import Check
-from ..vocab import PEOPLE_NOUNS, RECORD_NOUNS
+from ..vocab import METHOD, PEOPLE_NOUNS, RECORD_NOUNS
 
 ABSENCE = re.compile(
     r"\b(?:never|not\s+(?:once|ever))\s+(?:been\s+)?(?:mentioned|raised|cited|reported|discussed|appears?|comes?\s+up)\b"
@@ -52,7 +52,7 @@ def check(c: Check) -> None:
         c.add("unsupported_number", *m.span(), f'"{m.group()}" presents a noisy released value as an exact count')
     for m in RELATION.finditer(txt):
         ss, se = c.sents[c.sentence_of(m.start())]
-        if "§" in txt[ss:se] and not c.is_consumed(*m.span()):   # about a theme
+        if "§" in txt[ss:se] and not c.is_consumed(*m.span()) and not METHOD.search(c.text[ss:se]):   # about a theme
             c.add("unsupported_claim", *m.span(), f'"{m.group()}" relates a theme to a cause, another theme or a '
                   "group of records; a plan releases only each theme's own mass")
     for m in SUFFIXED.finditer(txt):

@@ -53,7 +53,7 @@ def check(c: Check) -> None:
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         k = c.sentence_of(s)
         cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
-        guess = None if c.in_range(*c.sents[k]) else c.subject(cs, s)
+        guess = c.claim_subject(s, e)
         if guess is not None and not guess.atoms:   # "allergic reactions have high support"
             c.add("wrong_bin", cs, e, f'"{guess.text}" is no theme of the plan, so no released bin backs this claim')
             continue

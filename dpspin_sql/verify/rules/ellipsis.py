@@ -14,19 +14,21 @@ from ..context import Check
 _AUX = r"(?:is|are|was|were|does|do|did|has|have|had)"
 ELLIPSIS = re.compile(rf"\b(?:and|but)\s+so\s+{_AUX}\s+(?P<a>§+)|,\s*as\s+{_AUX}\s+(?P<b>§+)"
                       rf"|(?:^|(?<=[.!?;]\s))(?:and\s+)?so\s+{_AUX}\s+(?P<c>§+)"
-                      rf"|(?P<d>§+)\s+{_AUX}\s+(?:too|as\s+well)\b", re.I)
+                      rf"|(?P<d>§+)\s*,?\s+(?:{_AUX}\s*,?\s+)?(?:too|as\s+well|likewise)\s*(?=[.,;:!?)]|$)"
+                      rf"|(?:the\s+same\s+(?:goes|is\s+true|holds)\s+(?:for|of)|likewise,?|so,?\s+too,?\s+{_AUX}|"
+                      rf"and\s+so\s+{_AUX})\s+(?P<e>§+)", re.I)
 
 
 def check(c: Check) -> None:
     if c.reverify is None:
         return
     for m in ELLIPSIS.finditer(c.masked):
-        g = next(name for name in "abcd" if m.group(name))
+        g = next(name for name in "abcde" if m.group(name))
         ms = m.start(g)
         carried = next((x for x in c.mentions if x.start == ms), None)
         k = c.sentence_of(m.start())
         lo, hi = c.sents[k][0], m.start()
-        if g in "cd" and not [x for x in c.mentions if lo <= x.start < hi and x.start != ms]:
+        if g in "cde" and not [x for x in c.mentions if lo <= x.start < hi and x.start != ms]:
             if k == 0:
                 continue
             lo, hi = c.sents[k - 1]          # "So does B.": the previous sentence's claim

@@ -26,9 +26,22 @@ def _plan_scripts(c: Check) -> set[str]:
     return {_script(ch) for ch in text if ch.isalpha()}
 
 
+_EMOJI_JOIN = {"\u200d", "\ufe0e", "\ufe0f", "\u20e3"}
+
+
+def _emoji_part(word: str, i: int) -> bool:
+    """A joiner or variation selector inside an emoji ("⚠️", "👩‍🔬"): next to symbols, not letters."""
+    near = [word[j] for j in (i - 1, i + 1) if 0 <= j < len(word) and word[j] not in _EMOJI_JOIN]
+    return word[i] in _EMOJI_JOIN and bool(near) and all(unicodedata.category(ch).startswith("S") for ch in near)
+
+
 def _hidden(word: str, allowed: set[str]) -> str | None:
-    for ch in word:
+    for i, ch in enumerate(word):
         cat = unicodedata.category(ch)
+        if _emoji_part(word, i):
+            continue
+        if cat == "So" and any(x.isalnum() for x in unicodedata.normalize("NFKC", ch)):
+            return f"a compatibility form of {unicodedata.normalize('NFKC', ch)!r} (U+{ord(ch):04X})"
         if cat == "Cf":
             return f"an invisible formatting character (U+{ord(ch):04X})"
         if cat.startswith("M"):

@@ -172,7 +172,7 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     k = c.sentence_of(s)
     cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
     att = c.attach(s, e)
-    guess = None if c.in_range(*c.sents[k]) else c.subject(cs, s)
+    guess = c.claim_subject(s, e)
     if guess is not None and not guess.atoms:
         c.add("wrong_rank", cs, e, f'"{guess.text}" is no theme of the plan, so no released rank backs this claim')
         return
