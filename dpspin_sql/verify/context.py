@@ -303,7 +303,7 @@ again now currently overall altogether together plan release released data resul
 mass bin bins tier tiers level levels band bands group groups range fall falls fell fallen drop drops lie lies sit
 below above beyond after under over top bottom than most least more less high moderate low two three four five six
 seven eight nine ten single whole per cent percent but yet while whereas though although because since however
-about around roughly nearly approximately almost just within with without lead leads led top tops head heads follow
+about around roughly nearly approximately almost just within with without nor neither not no lead leads led top tops head heads follow
 follows followed trail trails trailing place places placed position positions spot spots list ranking chart table""".split())
 _FILLER_NOUNS = re.compile(r"(?:themes?|topics?|atoms?|issues?|categor(?:y|ies)|concepts?|items?|entr(?:y|ies)|areas?|"
                            r"subjects?|labels?|phrases?|reviews?|complaints?|records?|reports?|mentions?|posts?|"

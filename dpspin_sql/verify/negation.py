@@ -41,7 +41,12 @@ def polarity(c: Check, s: int) -> str:
     window = _NOT_DENIAL.sub(lambda m: " " * len(m.group()), c.masked[cs:s + 12])  # past s: "no| more"
     if any(m.start() < s - cs for m in _HEDGE.finditer(window)):
         return "hedged"
-    return "negated" if sum(m.start() < s - cs for m in _NEGATOR.finditer(window)) % 2 else "positive"
+    found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
+    if "nor" in found and "neither" in found:   # "neither A nor B": one negation of both
+        found.remove("neither")
+    if re.search(r"\banything\s+$", c.masked[max(0, cs - 12):cs], re.I) and c.masked[cs:cs + 3].lower() == "but":
+        found.append("anything but")   # the clause split at "but" of "anything but rare"
+    return "negated" if len(found) % 2 else "positive"
 
 
 def judged(c: Check, s: int, e: int, code: str, run: Callable[[], None]) -> None:

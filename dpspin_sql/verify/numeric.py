@@ -19,6 +19,10 @@ FRACTIONS = {"half": 50.0, "a half": 50.0, "one half": 50.0, "a third": 100 / 3,
              "one quarter": 25.0, "one-quarter": 25.0, "three quarters": 75.0, "three-quarters": 75.0,
              "a fifth": 20.0, "one fifth": 20.0, "one-fifth": 20.0, "a tenth": 10.0, "one tenth": 10.0,
              "one-tenth": 10.0, "a majority": 60.0, "the majority": 60.0}
+for _name, _share in (("sixth", 100 / 6), ("seventh", 100 / 7), ("eighth", 12.5), ("ninth", 100 / 9),
+                      ("twelfth", 100 / 12), ("twentieth", 5.0)):
+    _art = "an" if _name[0] in "aeiou" else "a"
+    FRACTIONS.update({f"{_art} {_name}": _share, f"one {_name}": _share, f"one-{_name}": _share})
 NUMWORD = "|".join(sorted(list(UNITS) + list(TENS) + list(SCALES), key=len, reverse=True))
 HEDGE_APPROX = (r"about|around|approximately|approx\.?|roughly|some|close to|an estimated|estimated|~|≈|circa|nearly|"
                 r"almost|just under|under|below|less than|fewer than|up to|at most|over|more than|above|at least|"

@@ -8,11 +8,11 @@ from .numeric import ORDINALS
 BIN_WORDS = {
     "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy",
              "extremely common", "exceptionally common", "extremely frequent", "very prevalent", "top bin", "top tier",
-             "upper tier", "highest bin"],
+             "upper tier", "highest bin", "ubiquitous", "pervasive"],
     "moderate": ["moderate", "moderately", "medium", "middling", "intermediate", "mid-level", "mid-range", "midrange", "average",
                  "middle bin", "middle tier", "mid tier"],
     "low": ["low", "rare", "rarely", "uncommon", "infrequent", "scarce", "marginal", "occasional", "negligible",
-            "fringe", "bottom bin", "lowest bin", "bottom tier", "lower tier"],
+            "fringe", "bottom bin", "lowest bin", "bottom tier", "lower tier", "sparse", "seldom"],
 }
 BIN_NEEDS_NOUN = {"high": ["major", "large", "substantial", "big", "sizable", "considerable", "strong", "robust", "solid"],
                   "moderate": ["modest", "middle"],
@@ -23,10 +23,11 @@ SUPPORT_NOUNS = (r"(?:support|share|shares|portion|part|fraction|proportion|pres
                  r"level|bin|category|group|minority|concern|frequency|mass|theme|topic)")
 META_NOUNS = r"(?:privacy|noise|epsilon|ε|delta|δ|budget|margin|confidence|uncertainty|precision|sensitivity|risk)"
 RANK1 = (r"(?:most[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|widespread|"
-         r"raised|frequently\s+\w+|commonly\s+\w+)|largest|biggest|highest|greatest|leading|top-ranked|top|number\s+one|"
+         r"raised|frequently\s+\w+|commonly\s+\w+)|largest|biggest|highest|greatest|leading|top-ranked|top|number[\s-]+one|"
+         r"front[\s-]?runner|highest[\s-]ranked|"
          r"no\.\s*1|#\s*1)")
 RANKLAST = (r"(?:least[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|cited|mentioned|discussed|popular|"
-            r"widespread|raised)|lowest|smallest|rarest|fewest)")
+            r"widespread|raised)|lowest|smallest|rarest|fewest|bottom[\s-]ranked|lowest[\s-]ranked)")
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
 # a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
 SHARED_RANK = re.compile(

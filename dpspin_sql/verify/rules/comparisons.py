@@ -20,12 +20,14 @@ from ..vocab import SHARED_RANK
 
 GT = re.compile(r"\b(?:more|higher|greater|larger|bigger)\b(?:\s+[\w§-]+){0,3}?\s+than\b"
                 r"|\b(?:outnumber(?:s|ed)?|exceed(?:s|ed)?|surpass(?:es|ed)?|outpace(?:s|d)?|outrank(?:s|ed)?"
-                r"|eclipse(?:s|d)?|dwarf(?:s|ed)?|overshadow(?:s|ed)?|outweigh(?:s|ed)?)\b(?!\s+by)|\bahead\s+of\b"
+                r"|eclipse(?:s|d)?|dwarf(?:s|ed)?|overshadow(?:s|ed)?|outweigh(?:s|ed)?|outstrip(?:s|ped)?|overtake(?:s|n)?"
+                r"|overtook)\b(?!\s+by)|\bahead\s+of\b"
                 r"|\b(?:beat(?:s|ing)?|tops?|topped|leads?|led|dominat(?:es|ed|ing)|edges?\s+out|edged\s+out)(?=\s+§)"
                 r"|\b(?:ranks?|ranked|sits?|comes?|came)\s+(?:above|ahead\s+of|higher\s+than|over)\b|\bcommoner\s+than\b",
                 re.I)
 LT = re.compile(r"\b(?:less|fewer|lower|smaller)\b(?:\s+[\w§-]+){0,3}?\s+than\b"
-                r"|\b(?:outnumbered|exceeded|surpassed|outpaced|outranked|eclipsed|dwarfed|overshadowed)\s+by\b"
+                r"|\b(?:outnumbered|exceeded|surpassed|outpaced|outranked|eclipsed|dwarfed|overshadowed|outstripped|"
+                r"overtaken|outweighed)\s+by\b"
                 r"|\b(?:trail(?:s|ed|ing)?|lag(?:s|ged|ging)?(?:\s+behind)?|behind)\b"
                 r"|\b(?:rarer|scarcer)\s+than\b|\b(?:ranks?|ranked|sits?|comes?|came)\s+(?:below|lower\s+than|under)\b",
                 re.I)

@@ -42,7 +42,8 @@ PATTERNS = [
     (re.compile(r"\b(?:last|final)\s+(?P<k>\d+|" + _COUNTW + r")\b" + _GROUP_END, re.I), "bottomn"),
     (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
     (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
-    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|chart|table|pack|field)\b"
+    (re.compile(r"\b(?:top|lead|head)\s+(?:the\s+)?(?:list|ranking|plan|charts?|table|pack|field)\b", re.I), "r1pl"),
+    (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|charts?|table|pack|field)\b"
                 r"|\bin\s+(?:the\s+)?lead\b"
                 r"|\b(?:mentioned|cited|reported|raised|discussed|named)\s+(?:the\s+)?most(?:\s+(?:often|frequently))?\b"
                 r"|\bmost\s+(?:often|frequently)(?!\s+than)\b"
@@ -148,6 +149,8 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     plural = (bool(gd.get("pl")) and re.search(r"(?:s|ies)$", gd.get("pl") or "", re.I) and kind in ("r1", "rlast")) \
         or (kind in ("r1v", "rlastv") and re.search(rf"\b(?:{PLAN_NOUNS})\s+$", c.masked[c.sents[c.sentence_of(s)][0]:s], re.I)
             and re.search(r"(?:s|ies)\s+$", c.masked[:s], re.I))  # "themes at the bottom of the list"
+    if kind == "r1pl":   # "A and B top the list": each is among the first as many ranks as are listed
+        kind, plural = "r1", True
     kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
