@@ -219,9 +219,10 @@ class Check:
         words = self._subject_words(lo, hi)
         if not words:
             return None
-        toks = {t for w in words for t in content(w)} - _GENERIC
+        every = {t for w in words for t in content(w)}
+        toks = every - _GENERIC
         atoms = frozenset(x for x, label in self.lex.label_of.items()
-                          if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) >= len(toks))
+                          if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) >= len(every))
         return Mention(lo, hi, atoms, self.text[lo:hi].strip())
 
     def claim_subject(self, s: int, e: int) -> Mention | None:

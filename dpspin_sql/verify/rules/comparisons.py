@@ -36,7 +36,8 @@ SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+(?:a
                  r"|(?:the\s+)?same\s+(?:support|share|mass|frequency|prevalence|size|amount)"
                  r"|(?:do|does|did)\s+not\s+differ(?:\s+(?:meaningfully|significantly|much|materially))?"
                  r"|cannot\s+be\s+(?:told\s+apart|distinguished)|roughly\s+equal(?:ly)?|about\s+equal(?:ly)?"
-                 r"|nearly\s+equal(?:ly)?|(?:about|roughly|nearly|almost|just)\s+as\s+\w+\s+as|as\s+(?:common|frequent|prevalent|often)\s+as"
+                 r"|nearly\s+equal(?:ly)?|(?:about|roughly|nearly|almost|just)\s+as\s+\w+\s+as"
+                 r"|as\s+(?:common|frequent|prevalent|often|rare|uncommon|infrequent|popular|widespread|mentioned)\s+as"
                  r"|neck\s+and\s+neck|tied|level\s+with|close\s+to|in\s+line\s+with|match(?:es)?"
                  r"|close\s+together|(?:(?:are|were|is|was|remain|remains|stay|stays|sit|sits|look|looks|seem|seem|run|runs)\s+)"
                  r"(?:very\s+|quite\s+|fairly\s+|relatively\s+)?close(?=\s*(?:[,.;:!?)—–]|$|\s+in\s+(?:support|size|mass|"
@@ -190,7 +191,54 @@ def check(c: Check) -> None:
         if not left and op in ("gt", "lt"):   # "more reviews mention A than B": A is inside the cue
             left = c.in_range(s, e)[:1]
         code = "unsupported_comparison" if op == "sim" else "reversed_comparison"
+        neg_as = _NOT_AS.search(txt[max(0, s - 30):s]) if op == "sim" and _AS_AS.match(txt[s:e]) else None
+        if neg_as:   # "A is not as common as B" is "A is less common than B" ("not as rare as": more)
+            op = "gt" if re.search(r"(?i)\b(?:rare|uncommon|infrequent|scarce)\b", txt[s:e]) else "lt"
+            s0 = s - 30 + neg_as.start() if s >= 30 else neg_as.start()
+            judged(c, s0, e, "reversed_comparison", functools.partial(_pairs, c, s, e, op, k, left, right))
+            continue
         judged(c, s, e, code, functools.partial(_pairs, c, s, e, op, k, left, right))
+    _bare_comparatives(c, [f[:2] for f in found])
+
+
+_AS_AS = re.compile(r"(?:(?:about|roughly|nearly|almost|just|quite)\s+)?as\s+\w+\s+as\b", re.I)
+_NOT_AS = re.compile(r"(?:\bnot|n['’]t)\s+(?:quite\s+|nearly\s+|anywhere\s+near\s+|at\s+all\s+)?$", re.I)
+# a comparative with no "than": "Compared with B, A is less common", "Of A and B, B is the more frequent",
+# "A is more common, B less so"
+_BARE = re.compile(r"\b(?P<d>more|less)\s+(?P<a>common(?:ly)?|frequent(?:ly)?|prevalent|often|popular|mentioned|reported|"
+                   r"cited|widespread|rare|uncommon)\b(?!\s+(?:than|and\s+more|and\s+less))|\b(?P<w>commoner|rarer)\b(?!\s+than)",
+                   re.I)
+
+
+def _bare_comparatives(c: Check, taken: list[tuple[int, int]]) -> None:
+    txt = c.masked
+    for m in _BARE.finditer(txt):
+        s, e = m.span()
+        k = c.sentence_of(s)
+        ss, se = c.sents[k]
+        if any(ss <= a < se for a, _ in taken) or c.is_consumed(s, e):
+            continue   # the sentence has a comparison of its own
+        ms = c.in_range(ss, se)
+        distinct = {x.atoms for x in ms}
+        if len(distinct) != 2:
+            continue
+        before = [x for x in ms if x.end <= s]
+        if not before:
+            continue
+        subj = before[-1]
+        others = [x for x in ms if x.atoms != subj.atoms]
+        # "A and B are more common": a conjoined subject compares them with nothing named
+        if any(x.end <= subj.start and re.fullmatch(r"\s*(?:and|or|&|,\s*and|,\s*or)\s*", txt[x.end:subj.start])
+               for x in others):
+            continue
+        word = (m.group("a") or m.group("w") or "").lower()
+        up = (m.group("d") or "more").lower() == "more"
+        if word in ("rare", "uncommon", "rarer"):
+            up = not up
+        op = "gt" if up else "lt"
+        c.consume(s, e)
+        judged(c, s, e, "reversed_comparison",
+               functools.partial(_pairs, c, s, e, op, 0.0, [subj], others[:1]))
 
 
 _QUANTITY = re.compile(r"\s*(?:half|a\s+(?:third|quarter|fifth|tenth)|one\s+in|twice|double|a\s+few|a\s+handful|"
@@ -239,6 +287,7 @@ def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], rig
         for b in right:
             r = _pair_verdict(c, a, b, op, k)
             if r:
-                c.add(r[0], a.start, b.end, f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')
+                c.add(r[0], min(a.start, b.start), max(a.end, b.end),
+                      f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')
             elif op in ("gt", "lt") and re.match(r"\s*(?:,\s*)?by\b", txt[b.end:b.end + 8]):
                 _gap_numbers(c, a, b, s)   # "A leads B by about 133 mentions": the released difference

@@ -19,9 +19,41 @@ ELLIPSIS = re.compile(rf"\b(?:and|but)\s+so\s+{_AUX}\s+(?P<a>§+)|,\s*as\s+{_AUX
                       rf"and\s+so\s+{_AUX})\s+(?P<e>§+)", re.I)
 
 
+# an aside that adds a theme to the claim: "A, like B, has high support", "Like B, A is …",
+# "A has high support, along with B": the claim is re-verified for B with the aside left out
+_ADD = r"(?:like|just\s+like|along\s+with|as\s+well\s+as|together\s+with|as\s+with|as\s+does|as\s+do)"
+ADDITIVE = re.compile(rf"(?P<main>§+)\s*,\s*{_ADD}\s+(?P<other>§+)\s*,"
+                      rf"|(?:^|(?<=[.!?;:]\s))(?:just\s+)?(?:like|as\s+with)\s+(?P<other2>§+)\s*,\s*(?P<main2>§+)"
+                      rf"|(?P<main3>§+)(?P<rest>[^.;!?§]+?)\s*,?\s+{_ADD}\s+(?P<other3>§+)\s*(?=[.;!?]|$)", re.I)
+
+
+def _additive(c: Check) -> None:
+    assert c.reverify is not None
+    for m in ADDITIVE.finditer(c.masked):
+        gm, go = next((a, b) for a, b in (("main", "other"), ("main2", "other2"), ("main3", "other3")) if m.group(a))
+        main = next((x for x in c.mentions if x.start == m.start(gm)), None)
+        other = next((x for x in c.mentions if x.start == m.start(go)), None)
+        if main is None or other is None or main.atoms == other.atoms:
+            continue
+        ss, se = c.sents[c.sentence_of(m.start())]
+        if gm == "main":       # drop ", like B," and put B where A stands
+            a, b = m.end(gm), m.end()
+        elif gm == "main2":    # drop "Like B, "
+            a, b = m.start(), m.start(gm)
+        else:                  # drop ", along with B"
+            a, b = m.end("rest"), m.end()
+        label = c.lex.label_of[min(other.atoms)]
+        claim = c.text[ss:main.start] + label + c.text[main.end:a] + c.text[b:se]
+        verdict = c.reverify(claim.strip(" ,;"))
+        for code in sorted({v.code for v in verdict.violations}):
+            why = next(v.message for v in verdict.violations if v.code == code)
+            c.add(code, other.start, other.end, f'the claim made for "{other.text}" as well does not hold: {why}')
+
+
 def check(c: Check) -> None:
     if c.reverify is None:
         return
+    _additive(c)
     for m in ELLIPSIS.finditer(c.masked):
         g = next(name for name in "abcde" if m.group(name))
         ms = m.start(g)
