@@ -146,7 +146,10 @@ class Check:
                             kinds.setdefault("bin", []).append(m.span())
                 for spans in kinds.values():
                     for run in _runs(txt, sorted(set(spans))):
-                        themes = self._theme_list(ss, run[0][0], resp)
+                        versus = any(_VERSUS.fullmatch(txt[a[1]:b[0]]) for a, b in zip(run, run[1:]))
+                        themes = self._theme_list(ss, run[0][0], resp or versus)
+                        if versus:   # "A is ahead of B (12.2% vs 0.7%)": the last themes named, in order
+                            themes = themes[-len(run):]
                         if len(themes) == len(run):
                             self._respective.update(zip((a for a, _ in run), themes))
         return self._respective
@@ -280,11 +283,15 @@ _LIST_GLUE = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:,|and|&|,\s*and)\s*(
                         r"nearly|almost|just\s+over|just\s+under|over|under|~|≈)?\s*$", re.I)
 
 
+# values set against each other: "(12.2% vs. 0.7%)", "12.2% to 0.7%", "9.6% versus 9.4%"
+_VERSUS = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:vs\.?|versus|against|to)\s*(?:about|around|roughly|~|≈)?\s*$", re.I)
+
+
 def _runs(txt: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low")."""
     runs: list[list[tuple[int, int]]] = []
     for sp in spans:
-        if runs and _LIST_GLUE.fullmatch(txt[runs[-1][-1][1]:sp[0]]):
+        if runs and (_LIST_GLUE.fullmatch(txt[runs[-1][-1][1]:sp[0]]) or _VERSUS.fullmatch(txt[runs[-1][-1][1]:sp[0]])):
             runs[-1].append(sp)
         else:
             runs.append([sp])

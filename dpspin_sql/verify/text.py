@@ -95,10 +95,17 @@ def neutral(text: str) -> str:
 CLAUSE_SPLIT = re.compile(r"[,;:]|(?<!\d)[—–]|[—–](?!\d)|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)
 
 
+_ABBREV = re.compile(r"(?i)(?:\bvs|\be\.g|\bi\.e|\bapprox|\bcf|\bca|\bapprox|\besp|\bresp)$")
+
+
 def sentences(masked: str) -> list[tuple[int, int]]:
     """Sentence spans: end at . ! ? ; before white space or the end, and at line breaks."""
     out, start = [], 0
     for m in re.finditer(r"[.!?;](?=\s|$)|\n", masked):
+        if m.group() == "." and (_ABBREV.search(masked, 0, m.start()) or
+                                 (re.search(r"(?i)\bno$", masked[max(0, m.start() - 3):m.start()])
+                                  and re.match(r"\s*\d", masked[m.end():m.end() + 3]))):
+            continue   # "vs.", "e.g.", "approx." and "No. 1" end no sentence
         out.append((start, m.end()))
         start = m.end()
     if start < len(masked):
