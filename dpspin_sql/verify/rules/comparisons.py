@@ -42,7 +42,7 @@ SIM = re.compile(r"\b(?:(?:very\s+|quite\s+)?similar(?:ly)?|comparable|on\s+(?:a
                  r"|close\s+together|(?:(?:are|were|is|was|remain|remains|stay|stays|sit|sits|look|looks|seem|seem|run|runs)\s+)"
                  r"(?:very\s+|quite\s+|fairly\s+|relatively\s+)?close(?=\s*(?:[,.;:!?)—–]|$|\s+in\s+(?:support|size|mass|"
                  r"volume|frequency|prevalence|share|count|number|magnitude)\b|\s+(?:to\s+)?(?:each\s+other|one\s+another))))\b", re.I)
-RATIO = re.compile(r"\b(?P<k>twice|double|triple|half|(?:\d+(?:\.\d+)?|" + NUMWORD + r")\s*(?:times|x))"
+RATIO = re.compile(r"\b(?P<k>twice|double|triple|half|(?:\d+(?:\.\d+)?|" + NUMWORD + r")\s*(?:times|x|[\s-]?fold))"
                    r"\s+(?:as\s+[\w-]+\s+as|more\s+(?:[\w-]+\s+){0,2}?than|the\s+\w+\s+of|that\s+of|as\s+many\s+[\w-]*\s*as|as\s+often\s+as)", re.I)
 GAP = re.compile(r"(?P<q>\b(?:large|wide|big|clear|substantial|sizable|sizeable|significant|notable|considerable|"
                  r"small|narrow|slight|negligible|tiny|minor|little|no|marginal)\s+)?"
@@ -289,5 +289,5 @@ def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], rig
             if r:
                 c.add(r[0], min(a.start, b.start), max(a.end, b.end),
                       f'"{a.text}" {txt[s:e].strip()} "{b.text}" is not supported: {r[1]}')
-            elif op in ("gt", "lt") and re.match(r"\s*(?:,\s*)?by\b", txt[b.end:b.end + 8]):
-                _gap_numbers(c, a, b, s)   # "A leads B by about 133 mentions": the released difference
+            elif op in ("gt", "lt"):
+                _gap_numbers(c, a, b, s)   # "A leads B by about 133 mentions", "A is 577 mentions ahead of B"

@@ -37,7 +37,8 @@ _RANKED_OF = re.compile(rf"\b(?:{'|'.join(ORDINALS)}|\d+(?:st|nd|rd|th)|most\s+{
                         rf"biggest|highest|smallest|lowest|rarest|last)\s+(?:one\s+)?(?:out\s+)?of\s+$", re.I)
 # after an elliptical count ("all three fall …", "these three form …"): no record noun or unit
 _ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
-                       rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?)\b)[a-z]", re.I)
+                       rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?|"
+                       rf"(?:comparison\s+)?margin|threshold|noise|epsilon|budget|scale)\b)[a-z]", re.I)
 _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whilst))\s*$", re.I)
 _BARE_NEXT = re.compile(rf"\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|of|out|in|per|percent)\b)[a-z]+\b")
 _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOUNS})\b", re.I)
