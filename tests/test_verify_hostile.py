@@ -123,6 +123,12 @@ REJECTED = [
     ("amazon", "Dry skin is sparse.", "wrong_bin"),
     ("amazon", "Nice scent accounts for a sixth of reviews.", "unsupported_number"),
     ("amazon", "Nice scent is the \u21161 theme.", "obfuscated_text"),
+    # claims of a lead line or heading over the items under it
+    ("amazon", "Themes by rank:\n1. Nice scent\n2. Long lasting\n3. Dry skin", "wrong_rank"),
+    ("amazon", "The most common themes:\n- Nice scent\n- Small bottle", "wrong_rank"),
+    ("amazon", "Rare themes:\n- Dry skin\n- Long lasting", "wrong_bin"),
+    ("amazon", "## High support\n- Nice scent\n- Small bottle\n## Low support\n- Dry skin", "wrong_bin"),
+    ("amazon", "Most common theme:\nNice scent", "wrong_rank"),
 ]
 
 ACCEPTED = [
@@ -167,6 +173,15 @@ ACCEPTED = [
     ("amazon", "Dry skin, like long lasting, is among the top three themes."),
     ("amazon", "Compared with nice scent, dry skin is more common."),
     ("amazon", "Dry skin and long lasting are more common."),
+    ("amazon", "Dry skin is well ahead of nice scent (12.2% vs. 0.7%)."),
+    ("amazon", "Long lasting and strong smell are indistinguishable (9.6% vs 9.4%)."),
+    ("yelp", "Long wait and fresh ingredients are statistically tied (difference below the 12.0 margin)."),
+    ("amazon", "Dry skin is 577 mentions ahead of nice scent."),
+    ("amazon", "The most common themes:\n- Dry skin\n- Long lasting"),
+    ("amazon", "## High support\n- Dry skin\n## Low support\n- Nice scent\n- Small bottle"),
+    ("amazon", "Themes by rank:\n1. Dry skin\n2. Long lasting\n3. Strong smell"),
+    ("amazon", "Most common theme:\nDry skin"),
+    ("amazon", "**Key themes**\n- Dry skin: high support, about 12% of reviews\n- Nice scent: low support"),
 ]
 
 

@@ -228,6 +228,36 @@ class Check:
                           if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) >= len(every))
         return Mention(lo, hi, atoms, self.text[lo:hi].strip())
 
+    def list_items(self, s: int) -> list[tuple[int | None, list[Mention]]]:
+        """The items a lead line or heading introduces ("The most common themes:" then "- A",
+        "- B"; "## High support" then its bullets; "Most common theme:" then one line): for each
+        following line, its list number (or None) and its mentions. Empty when the line of s is
+        neither a lead (ending in a colon) nor a heading."""
+        ls = self.text.rfind("\n", 0, s) + 1
+        le = self.text.find("\n", s)
+        if le < 0:
+            return []
+        line = self.text[ls:le].strip()
+        heading = line.startswith("#")
+        if not heading and not line.endswith(":"):
+            return []
+        items: list[tuple[int | None, list[Mention]]] = []
+        pos = le + 1
+        while pos < len(self.text):
+            end = self.text.find("\n", pos)
+            end = len(self.text) if end < 0 else end
+            row = self.text[pos:end]
+            marker = re.match(r"\s*(?:[-*•+]|(\d{1,2})[.)])\s+", row)
+            if not row.strip() or (heading and row.lstrip().startswith("#")):
+                break
+            if not marker and (items or heading):
+                break   # a plain line after a lead is its one item ("Most common theme:\nA")
+            items.append((int(marker.group(1)) if marker and marker.group(1) else None, self.in_range(pos, end)))
+            if not marker:
+                break
+            pos = end + 1
+        return items
+
     def claim_subject(self, s: int, e: int) -> Mention | None:
         """The subject of a rank or bin claim at s..e when its clause names no theme: the words
         before the claim word in the clause ("Allergic reactions are the most common theme,

@@ -53,6 +53,11 @@ def check(c: Check) -> None:
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         k = c.sentence_of(s)
         cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
+        items = [] if c.in_range(*c.sents[k]) else [m for _, ms in c.list_items(s) for m in ms]
+        if items:   # "Rare themes:" / "## Low support" then the themes
+            for men in items:
+                judged(c, s, e, "wrong_bin", functools.partial(_claim, c, names, s, e, men))
+            continue
         guess = c.claim_subject(s, e)
         if guess is not None and not guess.atoms:   # "allergic reactions have high support"
             c.add("wrong_bin", cs, e, f'"{guess.text}" is no theme of the plan, so no released bin backs this claim')

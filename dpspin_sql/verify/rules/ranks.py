@@ -152,9 +152,13 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     if kind == "r1pl":   # "A and B top the list": each is among the first as many ranks as are listed
         kind, plural = "r1", True
     kind = {"r1v": "r1", "rlastv": "rlast"}.get(kind, kind) if plural else kind
+    if not plural and not c.in_range(*c.sents[c.sentence_of(s)]):
+        items = c.list_items(s)   # "Most common theme:" and one item, or a list under it
+        if len(items) > 1 and kind in ("r1", "rlast"):
+            plural = True
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
-        listed = c.in_range(ss, se)
+        listed = c.in_range(ss, se) or [m for _, ms in c.list_items(s) for m in ms]
         n = len(listed)
         for mm in listed:
             ranks = _ranks(c, mm)
@@ -175,7 +179,10 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     k = c.sentence_of(s)
     cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
     att = c.attach(s, e)
-    guess = c.claim_subject(s, e)
+    if not c.in_range(*c.sents[k]):
+        first = [m for _, ms in c.list_items(s) for m in ms][:1]
+        att = first or att
+    guess = c.claim_subject(s, e) if not c.list_items(s) else None
     if guess is not None and not guess.atoms:
         c.add("wrong_rank", cs, e, f'"{guess.text}" is no theme of the plan, so no released rank backs this claim')
         return
@@ -247,7 +254,24 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
 _BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?![\w.,%])")
 
 
+_BY_RANK = re.compile(r"\b(?:by|in\s+order\s+of)\s+(?:rank|mass|support|frequency|prevalence|size)\b"
+                      r"|\b(?:ranked|ranking|ranks)\b", re.I)
+
+
+def _ranked_lists(c: Check) -> None:
+    """'Themes by rank:' then '1. A', '2. B': each numbered item is a claim of that rank."""
+    for m in re.finditer(r"[^\n]*:[ \t]*\n", c.text):
+        if not _BY_RANK.search(m.group()):
+            continue
+        for number, ms in c.list_items(m.end() - 2):
+            for men in ms[:1]:
+                if number is not None and number not in _ranks(c, men):
+                    c.add("wrong_rank", men.start, men.end, f'"{men.text}" is listed at {number} but has released '
+                          f"rank {_ranks(c, men)[0]}")
+
+
 def check(c: Check) -> None:
+    _ranked_lists(c)
     txt = c.masked
     taken: list[tuple[int, int]] = []
     range_sentences: set[int] = set()
