@@ -129,6 +129,10 @@ REJECTED = [
     ("amazon", "Rare themes:\n- Dry skin\n- Long lasting", "wrong_bin"),
     ("amazon", "## High support\n- Nice scent\n- Small bottle\n## Low support\n- Dry skin", "wrong_bin"),
     ("amazon", "Most common theme:\nNice scent", "wrong_rank"),
+    # a negated verb between the claim word and its theme
+    ("amazon", "The most common theme is not dry skin but nice scent.", "wrong_rank"),
+    ("amazon", "The least common theme is not nice scent.", "wrong_rank"),
+    ("amazon", "The top three themes do not include dry skin.", "wrong_rank"),
 ]
 
 ACCEPTED = [
@@ -181,6 +185,8 @@ ACCEPTED = [
     ("amazon", "## High support\n- Dry skin\n## Low support\n- Nice scent\n- Small bottle"),
     ("amazon", "Themes by rank:\n1. Dry skin\n2. Long lasting\n3. Strong smell"),
     ("amazon", "Most common theme:\nDry skin"),
+    ("amazon", "The most common theme is not nice scent."),
+    ("amazon", "The top three themes do not include nice scent."),
     ("amazon", "**Key themes**\n- Dry skin: high support, about 12% of reviews\n- Nice scent: low support"),
 ]
 

@@ -27,13 +27,18 @@ _HEDGE = re.compile(r"\b(?:unclear|uncertain|unknown|not\s+(?:clear|certain|know
                     r"(?:tell|say|show|establish|determine|rule\s+out|exclude)|hard\s+to\s+(?:tell|say)|too\s+close\s+to\s+call|"
                     r"may\s+or\s+may\s+not|might\s+or\s+might\s+not|doubtful|questionable|not\s+possible\s+to\s+(?:tell|say))\b",
                     re.I)
+# a negated verb between the claim word and its theme ("the most common theme is not A",
+# "the top three do not include A")
+_AFTER_NEG = re.compile(r"\b(?:is|are|was|were|do|does|did|would\s+be)\s+not\b|\b(?:is|are|was|were|do|does|did)n['’]t\b",
+                        re.I)
 # the window ends at a conjunction: "not rare and is the most common" negates only "rare"
 _CUT = re.compile(r"\b(?:and|or|then|so|yet)\b", re.I)
 _OPEN = ("unsupported_comparison",)   # what a hedge may stand on: no margin either way
 
 
-def polarity(c: Check, s: int) -> str:
-    """'positive', 'negated' or 'hedged' for the claim word at s, from the start of its clause."""
+def polarity(c: Check, s: int, e: int | None = None) -> str:
+    """'positive', 'negated' or 'hedged' for the claim word at s..e, from the start of its clause
+    (and, with e, between the claim word and the theme after it: "the most common theme is not A")."""
     k = c.sentence_of(s)
     cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
     cut = list(_CUT.finditer(c.masked, cs, s))
@@ -42,6 +47,11 @@ def polarity(c: Check, s: int) -> str:
     if any(m.start() < s - cs for m in _HEDGE.finditer(window)):
         return "hedged"
     found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
+    if e is not None:
+        ce = next((b for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][1])
+        after = re.match(r"[^§¤]*?(?=§)", c.masked[e:ce])
+        if after:
+            found += [m.group().lower() for m in _AFTER_NEG.finditer(after.group())]
     if "nor" in found and "neither" in found:   # "neither A nor B": one negation of both
         found.remove("neither")
     if re.search(r"\banything\s+$", c.masked[max(0, cs - 12):cs], re.I) and c.masked[cs:cs + 3].lower() == "but":
@@ -51,7 +61,7 @@ def polarity(c: Check, s: int) -> str:
 
 def judged(c: Check, s: int, e: int, code: str, run: Callable[[], None]) -> None:
     """Run one positive claim's check, then apply the clause's polarity to its violations."""
-    mode = polarity(c, s)
+    mode = polarity(c, s, e)
     before = len(c.out)
     run()
     if mode == "positive":
