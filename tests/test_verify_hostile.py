@@ -133,6 +133,10 @@ REJECTED = [
     ("amazon", "The most common theme is not dry skin but nice scent.", "wrong_rank"),
     ("amazon", "The least common theme is not nice scent.", "wrong_rank"),
     ("amazon", "The top three themes do not include dry skin.", "wrong_rank"),
+    # a question and its answer
+    ("yelp", "Which theme is the most common? Clean restroom.", "wrong_rank"),
+    ("amazon", "The most common theme? Nice scent.", "wrong_rank"),
+    ("amazon", "Dry skin is the most common theme? No.", "wrong_rank"),
 ]
 
 ACCEPTED = [
@@ -187,6 +191,9 @@ ACCEPTED = [
     ("amazon", "Most common theme:\nDry skin"),
     ("amazon", "The most common theme is not nice scent."),
     ("amazon", "The top three themes do not include nice scent."),
+    ("yelp", "Which theme is the most common? Friendly staff."),
+    ("amazon", "Is nice scent the most common theme? No."),
+    ("amazon", "Is dry skin the most common theme? Yes."),
     ("amazon", "**Key themes**\n- Dry skin: high support, about 12% of reviews\n- Nice scent: low support"),
 ]
 

@@ -59,9 +59,25 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
     return "negated" if len(found) % 2 else "positive"
 
 
+def _answer(c: Check, s: int) -> str | None:
+    """'yes' or 'no' when the claim at s is asked in a question that the next sentence answers."""
+    k = c.sentence_of(s)
+    if not c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?") or k + 1 >= len(c.sents):
+        return None
+    nxt = c.masked[c.sents[k + 1][0]:c.sents[k + 1][1]]
+    if re.match(r"\s*(?:yes|yep|indeed|correct|right|it\s+is|they\s+are)\b", nxt, re.I):
+        return "yes"
+    if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all)|it\s+is\s+not|it['’]s\s+not)\b", nxt, re.I):
+        return "no"
+    return None
+
+
 def judged(c: Check, s: int, e: int, code: str, run: Callable[[], None]) -> None:
     """Run one positive claim's check, then apply the clause's polarity to its violations."""
     mode = polarity(c, s, e)
+    answer = _answer(c, s)
+    if answer == "no":   # "Is A the most common theme? No."
+        mode = {"positive": "negated", "negated": "positive"}.get(mode, mode)
     before = len(c.out)
     run()
     if mode == "positive":

@@ -179,10 +179,13 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     k = c.sentence_of(s)
     cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
     att = c.attach(s, e)
-    if not c.in_range(*c.sents[k]):
+    answered = _answered(c, k)
+    if answered:
+        att = answered[:1]
+    elif not c.in_range(*c.sents[k]):
         first = [m for _, ms in c.list_items(s) for m in ms][:1]
         att = first or att
-    guess = c.claim_subject(s, e) if not c.list_items(s) else None
+    guess = c.claim_subject(s, e) if not c.list_items(s) and not answered else None
     if guess is not None and not guess.atoms:
         c.add("wrong_rank", cs, e, f'"{guess.text}" is no theme of the plan, so no released rank backs this claim')
         return
@@ -252,6 +255,16 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
 
 
 _BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?![\w.,%])")
+
+
+def _answered(c: Check, k: int) -> list:
+    """The themes of a short answer to a question that names none ("The most common theme? A.")."""
+    ss, se = c.sents[k]
+    if not c.masked[ss:se].rstrip().endswith("?") or c.in_range(ss, se) or k + 1 >= len(c.sents):
+        return []
+    a, b = c.sents[k + 1]
+    words = re.findall(r"[A-Za-z§]+", c.masked[a:b])
+    return c.in_range(a, b) if len(words) <= 12 else []
 
 
 _BY_RANK = re.compile(r"\b(?:by|in\s+order\s+of)\s+(?:rank|mass|support|frequency|prevalence|size)\b"
