@@ -215,17 +215,18 @@ class Check:
     def subject(self, lo: int, hi: int) -> Mention | None:
         """The theme(s) an unrecognised subject in masked[lo:hi] may mean, or None when it names
         nothing. A subject that is no label ("nice smell", "errors on the consumer reports") may
-        mean any admitted theme that holds at least half of its content words (any reading may
-        support the claim, as for ambiguous mentions: "nice smell" may be nice scent); one that
-        no theme covers so ("allergic reactions", "long delivery times") is an empty mention,
-        and a claim about it fails closed."""
+        mean any admitted theme that holds more than half of its content words (any reading may
+        support the claim, as for ambiguous mentions: "scent" may be nice scent, "errors on the
+        consumer reports" the label with "error … report"); one that no theme covers so
+        ("allergic reactions", "nice smell", "unfriendly staff") is an empty mention, and a
+        claim about it fails closed."""
         words = self._subject_words(lo, hi)
         if not words:
             return None
         every = {t for w in words for t in content(w)}
         toks = every - _GENERIC
         atoms = frozenset(x for x, label in self.lex.label_of.items()
-                          if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) >= len(every))
+                          if toks and 2 * len(toks & (set(content(label)) - _GENERIC)) > len(every))
         return Mention(lo, hi, atoms, self.text[lo:hi].strip())
 
     def list_items(self, s: int) -> list[tuple[int | None, list[Mention]]]:
