@@ -262,14 +262,14 @@ class Check:
     def claim_subject(self, s: int, e: int) -> Mention | None:
         """The subject of a rank or bin claim at s..e when its clause names no theme: the words
         before the claim word in the clause ("Allergic reactions are the most common theme,
-        ahead of dry skin"), or, in a sentence with no theme at all, the words after its verb
-        ("The most common theme is allergic reactions"). None: attachment decides."""
+        ahead of dry skin"), or the words after its verb in the clause ("The most common theme is
+        allergic reactions, not dry skin"). None: attachment decides."""
         k = self.sentence_of(s)
         cs, ce = next(((a, b) for a, b in self.clauses_of(k) if a <= s < b), self.sents[k])
         if self.in_range(cs, ce):
             return None
         guess = self.subject(cs, s)
-        if guess is not None or self.in_range(*self.sents[k]):
+        if guess is not None:
             return guess
         verb = re.match(r"[^§¤]{0,40}?\b(?:is|are|was|were|remains?|remained|would\s+be)\s+", self.masked[e:ce])
         return self.subject(e + verb.end(), ce) if verb else None

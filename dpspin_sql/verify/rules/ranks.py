@@ -166,10 +166,8 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
             if not ok:
                 c.add("wrong_rank", mm.start, mm.end, f'"{mm.text}" is not among the {n} {"most" if kind == "r1" else "least"} common themes (released rank {ranks[0]})')
         return
-    if kind in ("r1", "r1v"):
-        want = 1
-    elif kind in ("rlast", "rlastv"):
-        want = c.max_rank
+    if kind in ("r1", "r1v", "rlast", "rlastv"):
+        want = _restricted(c, kind, s, e)
     elif kind == "ordlast":
         want = c.max_rank - ord_value(gd["ord"]) + 1
     elif kind in ("ord", "ordk"):
@@ -255,6 +253,29 @@ def _range(c: Check, a: int, b: int, s: int, e: int) -> None:
 
 
 _BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?![\w.,%])")
+
+
+_AFTER_X = re.compile(r"\b(?:after|apart\s+from|besides|other\s+than|excluding|except(?:\s+for)?|behind|below|"
+                      r"beyond|outside\s+of|among\s+the\s+rest|of\s+the\s+rest)\s+(?=§)", re.I)
+_BIN_AFTER = re.compile(r"[\s-]*(?:the\s+)?(?P<b>high|moderate|low)[\s-]+support\b", re.I)
+
+
+def _restricted(c: Check, kind: str, s: int, e: int) -> int:
+    """The rank a superlative claims, within its restriction: "the most common low-support theme"
+    is the first of the low bin, "after A, B is the most common" the first of the others."""
+    top = kind in ("r1", "r1v")
+    pool = dict(c.lex.atoms)
+    binned = _BIN_AFTER.match(c.masked, e)
+    if binned:
+        pool = {x: a for x, a in pool.items() if str(a.get("bin", "")).lower() == binned.group("b").lower()}
+    ss = c.sents[c.sentence_of(s)][0]
+    for m in _AFTER_X.finditer(c.masked, ss, s):
+        for men in c.in_range(m.end(), s)[:1]:
+            pool = {x: a for x, a in pool.items() if x not in men.atoms}
+    if not pool or len(pool) == len(c.lex.atoms):
+        return 1 if top else c.max_rank
+    ranks = [int(a.get("rank", 0)) for a in pool.values()]
+    return min(ranks) if top else max(ranks)
 
 
 def _answered(c: Check, k: int) -> list:
