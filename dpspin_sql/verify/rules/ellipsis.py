@@ -27,6 +27,15 @@ ADDITIVE = re.compile(rf"(?P<main>§+)\s*,\s*{_ADD}\s+(?P<other>§+)\s*,"
                       rf"|(?P<main3>§+)(?P<rest>[^.;!?§]+?)\s*,?\s+{_ADD}\s+(?P<other3>§+)\s*(?=[.;!?]|$)", re.I)
 
 
+def _report(c: Check, claim: str, s: int, e: int, what: str) -> None:
+    """Verify the carried claim as a sentence of its own; report each code it breaks at s..e."""
+    assert c.reverify is not None
+    verdict = c.reverify(claim.strip(" ,;"))
+    for code in sorted({v.code for v in verdict.violations}):
+        why = next(v.message for v in verdict.violations if v.code == code)
+        c.add(code, s, e, f"{what}: {why}")
+
+
 def _additive(c: Check) -> None:
     assert c.reverify is not None
     for m in ADDITIVE.finditer(c.masked):
@@ -44,10 +53,7 @@ def _additive(c: Check) -> None:
             a, b = m.end("rest"), m.end()
         label = c.lex.label_of[min(other.atoms)]
         claim = c.text[ss:main.start] + label + c.text[main.end:a] + c.text[b:se]
-        verdict = c.reverify(claim.strip(" ,;"))
-        for code in sorted({v.code for v in verdict.violations}):
-            why = next(v.message for v in verdict.violations if v.code == code)
-            c.add(code, other.start, other.end, f'the claim made for "{other.text}" as well does not hold: {why}')
+        _report(c, claim, other.start, other.end, f'the claim made for "{other.text}" as well does not hold')
 
 
 def check(c: Check) -> None:
@@ -69,8 +75,5 @@ def check(c: Check) -> None:
             continue
         label = c.lex.label_of[min(carried.atoms)]
         claim = c.text[lo:subject.start] + label + c.text[subject.end:hi]
-        verdict = c.reverify(claim.strip(" ,;"))
-        for code in sorted({v.code for v in verdict.violations}):
-            why = next(v.message for v in verdict.violations if v.code == code)
-            c.add(code, m.start(), m.end(), f'the claim carried to "{carried.text}" does not hold: {why}')
+        _report(c, claim, m.start(), m.end(), f'the claim carried to "{carried.text}" does not hold')
         c.consume(m.start(), m.end())
