@@ -123,6 +123,7 @@ REJECTED = [
     ("amazon", "Dry skin is overtaken by nice scent.", "reversed_comparison"),
     ("amazon", "Nice scent is ubiquitous.", "wrong_bin"),
     ("amazon", "Dry skin is sparse.", "wrong_bin"),
+    ("amazon", "Nice scent is #1.", "wrong_rank"),
     ("amazon", "Nice scent accounts for a sixth of reviews.", "unsupported_number"),
     ("amazon", "Nice scent is the \u21161 theme.", "obfuscated_text"),
     # claims of a lead line or heading over the items under it
@@ -198,6 +199,8 @@ ACCEPTED = [
     ("amazon", "The top three themes do not include nice scent."),
     ("yelp", "Which theme is the most common? Friendly staff."),
     ("amazon", "Scent is the least common theme."),
+    ("amazon", "Dry skin is #1 with high support."),
+    ("amazon", "Dry skin is No. 1."),
     ("amazon", "Skin irritation is the most common low-support theme."),
     ("amazon", "After dry skin, long lasting is the most common theme."),
     ("amazon", "Apart from nice scent, small bottle is the least common theme."),

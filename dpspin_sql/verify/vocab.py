@@ -91,5 +91,5 @@ PUBLIC_VOCABULARY = (
     "I", "DP", "DP-SPIN", "SPIN", "CFPB", "Gaussian", "Laplace", "OpenDP", "zCDP", "ε", "δ", "Epsilon", "Delta",
     "Note", "Summary", "Plan", "Theme", "Themes", "Rank", "Bin", "High", "Moderate", "Low", "Support", "Product",
     "Sub-product", "Issue", "Sub-issue", "Sub", "Overall", "Top", "Top-L", "Atom", "Atoms", "Privacy", "Differential",
-    "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI",
+    "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI", "No",
 )

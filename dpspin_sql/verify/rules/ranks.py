@@ -41,6 +41,7 @@ PATTERNS = [
     (re.compile(r"\bbottom[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
     (re.compile(r"\b(?:last|final)\s+(?P<k>\d+|" + _COUNTW + r")\b" + _GROUP_END, re.I), "bottomn"),
     (re.compile(rf"\b(?:the\s+)?{RANK1}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "r1"),
+    (re.compile(r"(?<![\w#])(?:#|No\.|no\.|number\s+)\s*1\b(?![.,]\d)"), "r1"),   # "is #1", "is No. 1"
     (re.compile(rf"\b(?:the\s+)?{RANKLAST}(?:[\s-]+(?P<pl>{PLAN_NOUNS}))?", re.I), "rlast"),
     (re.compile(r"\b(?:top|lead|head)\s+(?:the\s+)?(?:list|ranking|plan|charts?|table|pack|field)\b", re.I), "r1pl"),
     (re.compile(r"\b(?:tops|top\s+of|heads|leads)\s+(?:the\s+)?(?:list|ranking|plan|charts?|table|pack|field)\b"
