@@ -17,7 +17,10 @@ WITH target AS (
     SELECT record_id FROM records WHERE split = 'target'
 ),
 cleaned AS (
-    SELECT a.record_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
+    -- t.record_id, not a.record_id: when the two id columns differ in type (a file's DOUBLE ids
+    -- against BIGINT ones, '01' against 1), several assignment ids can equal one target id, and
+    -- every bound below must hold per target record
+    SELECT t.record_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
     FROM assignments AS a
     JOIN target AS t ON t.record_id = a.record_id
     JOIN atoms AS d ON d.atom_id = a.atom_id

@@ -18,7 +18,8 @@ WITH target AS (
     SELECT record_id, user_id FROM records WHERE split = 'target'
 ),
 cleaned AS (
-    SELECT a.record_id, t.user_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
+    -- t.record_id: the bounds hold per target record whatever the id columns' types (sketch_record.sql)
+    SELECT t.record_id, t.user_id, a.atom_id, dpspin_fix(a.weight, $scale) AS w
     FROM assignments AS a
     JOIN target AS t ON t.record_id = a.record_id
     JOIN atoms AS d ON d.atom_id = a.atom_id

@@ -82,3 +82,29 @@ def cli_rc(capsys, *argv) -> int:
     rc, _, err = cli(capsys, *argv)
     assert rc == 0, err
     return rc
+
+
+@pytest.mark.parametrize("unit", ["record", "user"])
+@pytest.mark.parametrize("record_type, assignment_ids", [
+    ("DOUBLE", "(4611686018427387904::BIGINT + i)"),          # 2^62 + i: 1,000 BIGINT ids equal one DOUBLE
+    ("REAL", "(1099511627776::BIGINT + i)"),                   # 2^40 + i against a REAL id
+    ("BIGINT", "(['1', '01', '+1', ' 1', '001', '1.0'])[1 + i % 6]"),   # text ids equal to 1 under a cast
+])
+def test_one_target_record_stays_one_record_whatever_the_id_types(db, tmp_path, unit, record_type, assignment_ids):
+    """Many assignment ids that equal one target id after DuckDB's implicit cast are rows of that
+    one record: dropping the record moves the exact sketch by at most 1 (in weight units)."""
+    con = store.connect(db)
+    atom = con.execute("SELECT min(atom_id) FROM atoms").fetchone()[0]
+    base = {"DOUBLE": "4611686018427387904", "REAL": "1099511627776", "BIGINT": "1"}[record_type]
+    asg, rec, other = tmp_path / "a.parquet", tmp_path / "r.parquet", tmp_path / "r0.parquet"
+    raw = duckdb.connect()
+    raw.execute(f"COPY (SELECT {assignment_ids} AS record_id, {atom} AS atom_id, 1.0 AS weight, 'u' AS user_id "
+                f"FROM range(1000) t(i)) TO '{asg}'")
+    raw.execute(f"COPY (SELECT {base}::{record_type} AS record_id, 'u' AS user_id) TO '{rec}'")
+    raw.execute(f"COPY (SELECT 7::{record_type} AS record_id, 'u' AS user_id) TO '{other}'")   # no matching rows
+    raw.close()
+    bounds = Bounds(unit, 3, 1.0 if unit == "user" else None)
+    with_it = DuckDBEngine(source=files(con, asg, rec)).sketch(con, bounds).mass
+    without = DuckDBEngine(source=files(con, asg, other)).sketch(con, bounds).mass
+    con.close()
+    assert 0 < abs(int(with_it.sum()) - int(without.sum())) <= 1 << 24

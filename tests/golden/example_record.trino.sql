@@ -6,7 +6,7 @@ WITH target AS (
     split = 'target' AND split = 'target'
 ), cleaned AS (
   SELECT
-    a.record_id,
+    t.record_id,
     a.atom_id,
     CASE
       WHEN (

@@ -11,7 +11,7 @@ WITH target AS (
     )
 ), cleaned AS (
   SELECT
-    a.record_id,
+    t.record_id,
     t.user_id,
     a.atom_id,
     CASE

@@ -12,7 +12,7 @@ WITH target AS (
     split = 'target' AND fr0 >= CAST(2 AS DOUBLE)
 ), cleaned AS (
   SELECT
-    a.record_id,
+    t.record_id,
     a.atom_id,
     CASE
       WHEN (

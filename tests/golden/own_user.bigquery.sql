@@ -21,7 +21,7 @@ WITH target AS (
     split = 'target'
 ), cleaned AS (
   SELECT
-    a.record_id,
+    t.record_id,
     t.user_id,
     a.atom_id,
     CASE
