@@ -168,13 +168,15 @@ def check_user_level(con: Any, n_without_user: int) -> None:
 
 
 def _check_user_facts(n_without_user: int, shared: int, aux_without_user: int) -> None:
+    # the messages about target records say whether, never how many: a count would tell a
+    # neighbouring store apart by more than the one bit the refusal itself reveals (THREAT_MODEL.md)
     if n_without_user:
-        raise BadInput(f"{n_without_user} target record(s) have no user id; user-level releases need one for every record")
+        raise BadInput("some target records have no user id; user-level releases need one for every record")
     if aux_without_user:
         raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot tell "
                        "whether their authors are among the protected users")
     if shared:
-        raise BadInput(f"{shared} user(s) have records in both the auxiliary and the target split; a user-level "
+        raise BadInput("some users have records in both the auxiliary and the target split; a user-level "
                        "release needs a user-disjoint split (dpspin split --unit user)")
 
 

@@ -86,8 +86,8 @@ def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
         ident = f'"{col}"'
         without = only_row(con.execute(f"SELECT count(*) FROM {relation} AS s WHERE s.{ident} IS NULL"))[0]
         if without:
-            raise BadInput(f"{without} row(s) of the source have no {UNIT_COLUMN}; user-level releases need one "
-                           "for every record")
+            raise BadInput(f"some rows of the source have no {UNIT_COLUMN}; user-level releases need one "
+                           "for every record")   # whether, not how many (sketch._check_user_facts)
         n_aux, aux_without_user = only_row(con.execute(queries.load("aux_users")))
         if aux_without_user:
             raise BadInput(f"{aux_without_user} auxiliary record(s) have no user id; a user-level release cannot "
