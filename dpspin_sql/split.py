@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import duckdb
 
 from dpspin_sql import queries, store
+from dpspin_sql.db import only_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
@@ -58,6 +59,7 @@ def split(con: duckdb.DuckDBPyConnection, unit: str = "record", aux_fraction: fl
     invalidated = None
     with transaction(con):
         con.execute(queries.load("split_plan"), {"unit": unit, "seed": str(seed), "threshold": threshold})
+        _refuse_publishing_released_records(con)
         changed = _count(con, "split_plan_changes")
         con.execute(queries.load("split_apply"))
         if changed:
@@ -94,6 +96,18 @@ def _sample(con, unit: str, n: int, seed: int, strict: bool) -> int:
         return available
     con.execute(queries.load("split_sample"), {"unit": unit, "seed": str(seed), "n": int(n)})
     return int(n)
+
+
+def _refuse_publishing_released_records(con) -> None:
+    """Once a release has been charged, a record outside the auxiliary split is protected for good
+    (target, or sampled out of a target that was released): moving it to the auxiliary split
+    would make it public (atoms, labels and fitted models are built from aux),
+    turning what the ledger accounted for as private into data with no guarantee at all."""
+    moved = only_row(con.execute("SELECT count(*) FROM split_plan WHERE old_split <> 'aux' AND new_split = 'aux'"))[0]
+    if moved and only_row(con.execute("SELECT count(*) FROM ledger"))[0]:
+        raise BadInput("this split would move target records that releases have already used into the auxiliary "
+                       "(public) split; once the ledger has a release the target records stay protected "
+                       "(re-split in a new store)")
 
 
 def _invalidate(con) -> str | None:

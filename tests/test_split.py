@@ -87,3 +87,28 @@ def test_resplit_drops_a_dictionary_built_on_the_old_aux_split(tmp_path):
     report = split.split(con, "record", 0.5, seed=1)
     assert report.invalidated == "dictionary"
     assert atoms.current_dictionary_id(con) is None
+
+
+def test_a_split_never_publishes_records_after_a_release(tmp_path, capsys):
+    """Once the ledger has a release, no record outside aux may move into aux (it would be
+    public from then on); a split that moves none, or one on a store with no release, runs."""
+    from dpspin_sql import ledger, release, store
+    from dpspin_sql.request import ReleaseRequest
+    from tests.helpers.core import synthetic_store
+
+    path = synthetic_store(tmp_path / "s.duckdb", n_users=30, records_per_user=2, m=6, epsilon_budget=5.0)
+    con = store.connect(path)
+    release.release(con, ReleaseRequest(mechanism="laplace", epsilon=0.5, unit="record", K=3, L=3),
+                    out=tmp_path / "p.json")
+    before = con.execute("SELECT record_id, split FROM records ORDER BY record_id").fetchall()
+    with pytest.raises(BadInput, match="stay protected"):
+        split.split(con, "user", 0.9, seed=99)
+    assert con.execute("SELECT record_id, split FROM records ORDER BY record_id").fetchall() == before
+    split.split(con, "user", 0.0, seed=3)                       # every record stays target: allowed
+    assert con.execute("SELECT record_id, split FROM records ORDER BY record_id").fetchall() == before
+    assert len(ledger.status(con).releases) == 1
+    con.close()
+    fresh = synthetic_store(tmp_path / "t.duckdb", n_users=30, records_per_user=2, m=6)
+    con = store.connect(fresh)
+    assert split.split(con, "user", 0.9, seed=99)               # no release yet: allowed
+    con.close()
