@@ -87,6 +87,14 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
 
     def attempt() -> None:
         with transaction(con):
+            # one store holds one protected dataset, its target split: a second budget name would
+            # release the same records again under a budget of its own
+            other = first_row(con.execute("SELECT dataset FROM budget WHERE dataset <> $d ORDER BY dataset LIMIT 1",
+                                          {"d": dataset}))
+            if other is not None:
+                raise BadInput(f"this store already has the budget {other[0]!r}; a store holds one protected "
+                               f"dataset (its target split) and so one budget: charge releases to {other[0]!r}, "
+                               "or put other data in a store of its own")
             spent_eps, spent_delta = _spent(con, dataset)
             if epsilon_total < spent_eps or delta_total < spent_delta:
                 raise BadInput(f"cannot set the budget below what is already spent (ε {spent_eps:g}, δ {spent_delta:g})")

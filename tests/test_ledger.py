@@ -221,3 +221,13 @@ def test_budget_json_lists_each_charge(tmp_path, capsys):
     for *_, rid, _ in done:
         assert rid[:6] in out           # rich shortens columns to the 80-column width under capture
     assert out.count("laplace") == 1 and out.count("gaussian") == 1 and out.count("private") == 1
+
+
+def test_a_store_has_one_budget(tmp_path):
+    """A second budget name would release the same target records under a budget of its own."""
+    con = store.connect(synthetic_store(tmp_path / "s.duckdb", epsilon_budget=2.0))
+    with pytest.raises(BadInput, match="already has the budget 'default'"):
+        ledger.set_budget(con, 5.0, 1e-5, dataset="second")
+    ledger.set_budget(con, 3.0, 1e-5)                           # the store's own budget may change
+    assert con.execute("SELECT dataset FROM budget").fetchall() == [("default",)]
+    con.close()

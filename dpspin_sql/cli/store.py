@@ -17,7 +17,7 @@ app = typer.Typer()
 def init(db: Path = DB,
          epsilon_budget: float = typer.Option(ledger.DEFAULT_EPSILON_BUDGET, help="Total ε the data owner allows."),
          delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
-         dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget name (one per dataset).")) -> None:
+         dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="The store's budget name. A store holds one protected dataset (its target split), so it has one budget.")) -> None:
     """Create a store (or change its total budget, never below what is spent)."""
     with store.opened(db) as con:
         ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
