@@ -78,8 +78,13 @@ class Charge:
 
 
 def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total: float,
-               dataset: str = DEFAULT_DATASET) -> None:
-    """Set the total. It may be raised or lowered, but never below what is already spent."""
+               dataset: str = DEFAULT_DATASET, *, experiment_run: bool = False) -> None:
+    """Set the total. It may be raised or lowered, but never below what is already spent.
+
+    A store has one budget: its target split is one protected dataset. `experiment_run` is
+    the one exception: each run of an experiment grid (dpspin_sql.experiment) charges a budget
+    of its own in the grid's working store, whose releases measure utility and are audited
+    per run, never published as the store's releases."""
     if not (_finite(epsilon_total) and epsilon_total > 0):
         raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
     if not (_finite(delta_total) and 0 <= delta_total < 1):
@@ -91,7 +96,7 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
             # release the same records again under a budget of its own
             other = first_row(con.execute("SELECT dataset FROM budget WHERE dataset <> $d ORDER BY dataset LIMIT 1",
                                           {"d": dataset}))
-            if other is not None:
+            if other is not None and not experiment_run:
                 raise BadInput(f"this store already has the budget {other[0]!r}; a store holds one protected "
                                f"dataset (its target split) and so one budget: charge releases to {other[0]!r}, "
                                "or put other data in a store of its own")

@@ -238,7 +238,7 @@ def test_release_capturing_sees_the_released_noise(tiny, tmp_path):
     try:
         sk = compute_sketch(prep.con, "record", 2, 1.0)
         cfg = ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="record", K=2, L=3)
-        ledger.set_budget(prep.con, 1.0, 0.0, "t")
+        ledger.set_budget(prep.con, 1.0, 0.0, "t", experiment_run=True)
         plan, noisy = runner.release_capturing(prep, cfg, sk, "t", tmp_path / "plan.json")
         pos = {a.atom_id: i for i, a in enumerate(prep.atoms)}
         assert noisy is not None and len(noisy) == len(prep.atoms)

@@ -229,5 +229,6 @@ def test_a_store_has_one_budget(tmp_path):
     with pytest.raises(BadInput, match="already has the budget 'default'"):
         ledger.set_budget(con, 5.0, 1e-5, dataset="second")
     ledger.set_budget(con, 3.0, 1e-5)                           # the store's own budget may change
-    assert con.execute("SELECT dataset FROM budget").fetchall() == [("default",)]
+    ledger.set_budget(con, 1.0, 0.0, dataset="run-1", experiment_run=True)   # a grid run's own
+    assert sorted(con.execute("SELECT dataset FROM budget").fetchall()) == [("default",), ("run-1",)]
     con.close()

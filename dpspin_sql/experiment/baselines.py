@@ -326,7 +326,7 @@ def charge_steps(con, run: dict, steps: list[Step], dataset: str | None, plan_pa
 
     assert dataset is not None, "a non-private reference is never charged"
     eps, delta = total_cost(steps)
-    ledger.set_budget(con, eps, delta, dataset)
+    ledger.set_budget(con, eps, delta, dataset, experiment_run=True)
     ledger.check(con, eps, delta, dataset)
     params = {"method": run["method"], "unit": run["unit"], "adjacency": run["adjacency"],
               "B": run["B"] if run["unit"] == "user" else None, "K": int(run["K"]), "L": int(run["L"]),

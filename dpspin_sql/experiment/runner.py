@@ -324,7 +324,7 @@ def _run(prep: Prep, run: dict, out: Path) -> tuple[dict, dict]:
     mech = prep.mechanism(request)
     eps_cost, delta_cost = mech.cost
     ledger_dataset = f"{run['run_id']}#{uuid.uuid4().hex[:8]}"
-    ledger.set_budget(con, eps_cost, delta_cost, ledger_dataset)
+    ledger.set_budget(con, eps_cost, delta_cost, ledger_dataset, experiment_run=True)
     plan, full_noisy = release_capturing(prep, request, sk, ledger_dataset, out / "private_plan.json")
 
     dictionary = [{"atom_id": a.atom_id, "label": a.label} for a in atoms]
