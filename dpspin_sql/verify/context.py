@@ -103,6 +103,11 @@ class Check:
         ss, se = self.sents[k]
         return merge_list_clauses(self.masked, clauses(self.masked, ss, se))
 
+    def clause_at(self, pos: int) -> tuple[int, int]:
+        """The clause that holds pos (its sentence when none does)."""
+        k = self.sentence_of(pos)
+        return next(((a, b) for a, b in self.clauses_of(k) if a <= pos < b), self.sents[k])
+
     # --- reporting ----------------------------------------------------
     def add(self, code: str, s: int, e: int, msg: str) -> None:
         self.out.append(Violation(code, self.text[s:e], msg, s, e))
@@ -198,11 +203,6 @@ class Check:
         """Is pos in a clause that is an aside about another theme (", unlike B,", ", like B,")?"""
         return bool(_ASIDE.search(self.masked[max(self.sents[k][0], pos - 40):pos]))
 
-    def names_other(self, lo: int, hi: int) -> bool:
-        """Does masked[lo:hi] name something — a content word that is not a function word, a plan
-        or record noun, a mention, or text an earlier rule has judged?"""
-        return bool(self._subject_words(lo, hi))
-
     def _subject_words(self, lo: int, hi: int) -> list[str]:
         out = []
         for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", self.masked[lo:hi]):
@@ -259,13 +259,16 @@ class Check:
             pos = end + 1
         return items
 
+    def listed(self, s: int) -> list[Mention]:
+        """The mentions of every item under the lead line or heading of s (`list_items`)."""
+        return [m for _, ms in self.list_items(s) for m in ms]
+
     def claim_subject(self, s: int, e: int) -> Mention | None:
         """The subject of a rank or bin claim at s..e when its clause names no theme: the words
         before the claim word in the clause ("Allergic reactions are the most common theme,
         ahead of dry skin"), or the words after its verb in the clause ("The most common theme is
         allergic reactions, not dry skin"). None: attachment decides."""
-        k = self.sentence_of(s)
-        cs, ce = next(((a, b) for a, b in self.clauses_of(k) if a <= s < b), self.sents[k])
+        cs, ce = self.clause_at(s)
         if self.in_range(cs, ce):
             return None
         guess = self.subject(cs, s)

@@ -39,8 +39,7 @@ _OPEN = ("unsupported_comparison",)   # what a hedge may stand on: no margin eit
 def polarity(c: Check, s: int, e: int | None = None) -> str:
     """'positive', 'negated' or 'hedged' for the claim word at s..e, from the start of its clause
     (and, with e, between the claim word and the theme after it: "the most common theme is not A")."""
-    k = c.sentence_of(s)
-    cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
+    cs, ce = c.clause_at(s)
     cut = list(_CUT.finditer(c.masked, cs, s))
     cs = cut[-1].end() if cut else cs
     window = _NOT_DENIAL.sub(lambda m: " " * len(m.group()), c.masked[cs:s + 12])  # past s: "no| more"
@@ -48,7 +47,6 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
         return "hedged"
     found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
     if e is not None:
-        ce = next((b for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][1])
         after = re.match(r"[^§¤]*?(?=§)", c.masked[e:ce])
         if after:
             found += [m.group().lower() for m in _AFTER_NEG.finditer(after.group())]

@@ -52,8 +52,8 @@ def _claim(c: Check, names: set, s: int, e: int, guess=None) -> None:
 def check(c: Check) -> None:
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         k = c.sentence_of(s)
-        cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
-        items = [] if c.in_range(*c.sents[k]) else [m for _, ms in c.list_items(s) for m in ms]
+        cs = c.clause_at(s)[0]
+        items = [] if c.in_range(*c.sents[k]) else c.listed(s)
         if items:   # "Rare themes:" / "## Low support" then the themes
             for men in items:
                 judged(c, s, e, "wrong_bin", functools.partial(_claim, c, names, s, e, men))

@@ -178,7 +178,7 @@ def check(c: Check) -> None:
             if len(pair) < 2:
                 continue
             k = c.sentence_of(s)
-            cs = next((a for a, b in c.clauses_of(k) if a <= s < b), c.sents[k][0])
+            cs = c.clause_at(s)[0]
             small = (q or "").strip().lower() in _SMALL or bool(_SMALL_WORDS.search(txt[cs:c.sents[k][1]]))
             op2 = "sim" if small else "gap_big"
             _gap_numbers(c, pair[0], pair[1], s)
@@ -254,8 +254,7 @@ def _other_side(c: Check, s: int, e: int, right_missing: bool) -> bool:
     quantity, and "than last year" has been judged as a trend already."""
     if right_missing and not c.masked[s:e].lower().rstrip().endswith("than"):
         return False   # "A is close behind", "A trails": its partner may be in another sentence
-    k = c.sentence_of(s)
-    cs, ce = next(((a, b) for a, b in c.clauses_of(k) if a <= s < b), c.sents[k])
+    cs, ce = c.clause_at(s)
     if _QUANTITY.match(c.masked[e:e + 48]):
         return False
     lo, hi = (e, ce) if right_missing else (cs, s)

@@ -27,6 +27,10 @@ ADDITIVE = re.compile(rf"(?P<main>§+)\s*,\s*{_ADD}\s+(?P<other>§+)\s*,"
                       rf"|(?P<main3>§+)(?P<rest>[^.;!?§]+?)\s*,?\s+{_ADD}\s+(?P<other3>§+)\s*(?=[.;!?]|$)", re.I)
 
 
+def _mention_at(c: Check, pos: int):
+    return next((x for x in c.mentions if x.start == pos), None)
+
+
 def _report(c: Check, claim: str, s: int, e: int, what: str) -> None:
     """Verify the carried claim as a sentence of its own; report each code it breaks at s..e."""
     assert c.reverify is not None
@@ -40,8 +44,8 @@ def _additive(c: Check) -> None:
     assert c.reverify is not None
     for m in ADDITIVE.finditer(c.masked):
         gm, go = next((a, b) for a, b in (("main", "other"), ("main2", "other2"), ("main3", "other3")) if m.group(a))
-        main = next((x for x in c.mentions if x.start == m.start(gm)), None)
-        other = next((x for x in c.mentions if x.start == m.start(go)), None)
+        main = _mention_at(c, m.start(gm))
+        other = _mention_at(c, m.start(go))
         if main is None or other is None or main.atoms == other.atoms:
             continue
         ss, se = c.sents[c.sentence_of(m.start())]
@@ -63,7 +67,7 @@ def check(c: Check) -> None:
     for m in ELLIPSIS.finditer(c.masked):
         g = next(name for name in "abcde" if m.group(name))
         ms = m.start(g)
-        carried = next((x for x in c.mentions if x.start == ms), None)
+        carried = _mention_at(c, ms)
         k = c.sentence_of(m.start())
         lo, hi = c.sents[k][0], m.start()
         if g in "cde" and not [x for x in c.mentions if lo <= x.start < hi and x.start != ms]:

@@ -159,7 +159,7 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
             plural = True
     if plural:
         ss, se = c.sents[c.sentence_of(s)]
-        listed = c.in_range(ss, se) or [m for _, ms in c.list_items(s) for m in ms]
+        listed = c.in_range(ss, se) or c.listed(s)
         n = len(listed)
         for mm in listed:
             ranks = _ranks(c, mm)
@@ -176,14 +176,13 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     else:
         want = ord_value(gd["k"])
     k = c.sentence_of(s)
-    cs = next((x for x, y in c.clauses_of(k) if x <= s < y), c.sents[k][0])
+    cs = c.clause_at(s)[0]
     att = c.attach(s, e)
     answered = _answered(c, k)
     if answered:
         att = answered[:1]
     elif not c.in_range(*c.sents[k]):
-        first = [m for _, ms in c.list_items(s) for m in ms][:1]
-        att = first or att
+        att = c.listed(s)[:1] or att
     guess = c.claim_subject(s, e) if not c.list_items(s) and not answered else None
     if guess is not None and not guess.atoms:
         c.add("wrong_rank", cs, e, f'"{guess.text}" is no theme of the plan, so no released rank backs this claim')
@@ -210,8 +209,7 @@ _CERTAIN = re.compile(r"\b(?:clearly|by\s+far|far\s+and\s+away|undisputed(?:ly)?
 
 
 def _clause_text(c: Check, s: int) -> str:
-    k = c.sentence_of(s)
-    cs, ce = next(((x, y) for x, y in c.clauses_of(k) if x <= s < y), c.sents[k])
+    cs, ce = c.clause_at(s)
     return c.masked[cs:ce]
 
 
