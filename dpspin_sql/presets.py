@@ -10,7 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries
+from dpspin_sql import queries, tabular
+from dpspin_sql.db import first_line
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import LoadReport, load_records
 
@@ -37,11 +38,15 @@ def preset_relation(con: duckdb.DuckDBPyConnection, preset: str, path: str | Pat
         raise BadInput("--businesses is only for --preset yelp")
     else:
         params = {"path": str(path)}
+    for given in params.values():   # one header rule for every file (dpspin_sql.tabular)
+        tabular.header(con, tabular.table_file(given, formats=("jsonl",)))
     try:
         rel = con.sql(queries.load(f"preset_{preset}"), params=params)
         rel.limit(0).fetchall()          # surface missing columns / unreadable files here
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # the binder's line names a missing column; anything else may quote a record
+        first = first_line(exc) if isinstance(exc, duckdb.BinderException) else \
+            tabular.read_error(path, "jsonl", exc)
         raise BadInput(f"cannot read {path} as a {preset} export: {first}") from None
     return rel
 
@@ -66,6 +71,9 @@ def load_preset(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path, s
     params = {"reviews": str(path)} if preset == "yelp" else {"path": str(path)}
     source = con.execute(queries.load(f"preset_{preset}_source_rows"), params).fetchall()[0][0]
     rejected = max(int(source) - report.loaded, 0)
+    if report.loaded == 0:
+        raise BadInput(f"{path}: no records to load" + (f"; all {rejected} rows were rejected ({WHY_REJECTED[preset]})"
+                                                         if rejected else " (the file has no rows)"))
     return LoadReport(report.loaded, rejected, WHY_REJECTED[preset] if rejected else "")
 
 

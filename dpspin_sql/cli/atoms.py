@@ -17,14 +17,40 @@ app = typer.Typer(help="The public atom dictionary: load a taxonomy or build one
 @app.command("load")
 def atoms_load(db: Path = DB,
                input: Path = typer.Option(..., "--input",
-                                          help="Taxonomy: CSV/JSONL/JSON/YAML with label[, description][, atom_id].")
-               ) -> None:
-    """Install a public taxonomy as the atom dictionary (atom ids 0..m-1 in file order when absent)."""
-    from dpspin_sql import atoms
+                                          help="Taxonomy: CSV/JSONL/JSON/YAML/Parquet with label[, description]"
+                                               "[, atom_id] (gzip is fine)."),
+               delimiter: Optional[str] = typer.Option(None, "--delimiter",
+                                                       help="CSV field delimiter (default ','; Excel in many locales "
+                                                            "writes ';').")) -> None:
+    """Install a public taxonomy as the atom dictionary (atom ids 0..m-1 in file order when absent).
 
+    Example: dpspin atoms load --db tickets.duckdb --input taxonomy.csv
+    """
+    from dpspin_sql import atoms, tabular
+
+    sep = tabular.parse_delimiter(delimiter)
     con = store.connect(db)
-    dictionary_id = atoms.load_taxonomy(con, input)
-    out.print(f"installed {len(atoms.current_atoms(con))} atoms, dictionary {dictionary_id}")
+    note = _unnamed_note(con, input, sep)
+    dictionary_id = atoms.load_taxonomy(con, input, delimiter=sep)
+    out.print(f"installed {len(atoms.current_atoms(con))} atoms, dictionary {dictionary_id}", markup=False)
+    if note:
+        out.print(note, markup=False)
+
+
+def _unnamed_note(con, path: Path, delimiter: Optional[str]) -> Optional[str]:
+    """The line that says which unnamed columns (row names, an index) the reader leaves out."""
+    from dpspin_sql import tabular
+
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or not path.exists():
+        return None
+    tf = tabular.table_file(path, delimiter=delimiter)
+    names = tabular.header(con, tf)
+    positions = tabular.unnamed(names) if tf.format != "jsonl" else []
+    if not positions:
+        return None
+    shown = ", ".join(repr(names[i]) if names[i] else f"column {i + 1}" for i in positions)
+    return (f"left out {len(positions)} unnamed column(s) (row names or an index, as R's write.csv and pandas "
+            f"write them): {shown}")
 
 
 @app.command("build")
