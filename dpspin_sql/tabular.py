@@ -78,7 +78,7 @@ class TableFile:
         the one description of how the file is read, rendered by `scan` here and as a
         sqlglot expression by `source.Relation.scan`."""
         files = list(self.files)
-        union = [("union_by_name", True)] if self.folder else []
+        union: list[tuple[str | None, Any]] = [("union_by_name", True)] if self.folder else []
         if self.format == "csv":
             options: list[tuple[str | None, Any]] = [
                 (None, files), ("header", header), ("strict_mode", True), ("delimiter", self.delimiter),
@@ -89,9 +89,10 @@ class TableFile:
             if types:
                 options.append(("types", dict(types)))
             return "read_csv", options + union
+        first: list[tuple[str | None, Any]] = [(None, files)]
         if self.format == "jsonl":
-            return "read_json", [(None, files), ("format", "auto"), ("records", True), ("sample_size", -1)] + union
-        return "read_parquet", [(None, files)] + union
+            return "read_json", first + [("format", "auto"), ("records", True), ("sample_size", -1)] + union
+        return "read_parquet", first + union
 
 
 def _sql_value(value: Any) -> str:
@@ -163,7 +164,8 @@ def table_file(path: str | Path, fmt: str | None = None, *, delimiter: str | Non
 
 def _folder_files(folder: Path, fmt: str | None) -> tuple[list[str], str | None]:
     """The data files of a folder, in name order; their one format."""
-    data, formats = [], set()
+    data: list[str] = []
+    formats: set[str] = set()
     for f in sorted(folder.rglob("*")):
         rel = f.relative_to(folder).parts
         if any(part.startswith(("_", ".")) for part in rel) or not f.is_file():
@@ -172,7 +174,7 @@ def _folder_files(folder: Path, fmt: str | None) -> tuple[list[str], str | None]
         if fmt is None and found is None:
             continue
         data.append(str(f.resolve()))
-        formats.add(fmt or found)
+        formats.add(fmt or found or "")
     if not data:
         raise BadInput(f"{folder} is a folder with no data files (CSV, JSON Lines or Parquet)")
     if len(formats) > 1:

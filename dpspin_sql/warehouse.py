@@ -73,8 +73,11 @@ def detect_format(path: Path, fmt: str | None) -> str:
                        (".parquet", "parquet"), (".pq", "parquet")):
         if name.endswith(ext):
             return found
-    if path.is_dir():
-        return "parquet"   # a folder: Spark's and BigQuery's exports; dpspin_sql.tabular reads what it holds
+    if path.is_dir():   # a folder of parts (Spark's, BigQuery's exports): the format of its files
+        from dpspin_sql import tabular
+
+        found = tabular.table_file(path).format
+        return "jsonl" if found == "jsonl" else found
     raise BadInput(f"cannot tell the format of {path}: name it .csv, .json, .jsonl or .parquet (or pass --format)")
 
 
@@ -137,6 +140,11 @@ def _value(value: Any) -> Any:
 
 
 def _json_rows(path: Path, fmt: str) -> list[tuple[Any, Any]]:
+    if path.is_dir():   # a folder of JSON Lines parts (Spark): their rows, in file name order
+        from dpspin_sql import tabular
+
+        parts = tabular.table_file(path, "jsonl", what="--from-sketch file").files
+        return [row for part in parts for row in _json_rows(Path(part), "jsonl")]
     try:
         text = _decompressed(path).decode("utf-8-sig")
     except UnicodeDecodeError:
