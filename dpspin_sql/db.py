@@ -1,6 +1,7 @@
 """Small DuckDB helpers every module that talks to a store shares (no store logic here)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -107,7 +108,14 @@ def transaction(con: Any, *, join: bool = False) -> Iterator[Any]:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")
+    try:
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        if not no_space(exc):
+            raise   # (a write-write conflict: the ledger retries those)
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise BadInput("cannot write the store: no space left on the device; nothing was changed") from None
 
 
 def only_row(result: Any) -> tuple:
