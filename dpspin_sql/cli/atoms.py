@@ -70,10 +70,39 @@ def atoms_build(db: Path = DB,
 
     if builder == "metadata" and not fields:
         raise BadInput("--builder metadata needs --fields, e.g. --fields product,issue,sub_issue")
+    if manifest_out is not None:   # checked before the store changes: a build is all or nothing
+        _check_writable(manifest_out, "--manifest-out")
     con = store.connect(db)
     dictionary_id, manifest = builders.build(con, builder, fields=fields.split(",") if fields else None,
-                                          profile=profile, m=m, min_support=min_support, manifest_out=manifest_out)
+                                          profile=profile, m=m, min_support=min_support)
     out.print(f"built {manifest['m']} atoms ({builder}) from {manifest['aux_records']} auxiliary records, "
-              f"threshold {manifest['threshold']}; dictionary {dictionary_id}")
+              f"threshold {manifest['threshold']}; dictionary {dictionary_id}", markup=False)
     if manifest_out:
-        out.print(f"manifest written to {manifest_out}")
+        import json
+
+        from dpspin_sql.outputs import write_text_atomic
+
+        try:
+            write_text_atomic(manifest_out, json.dumps(manifest, indent=2, ensure_ascii=False))
+        except OSError as exc:
+            raise BadInput(f"dictionary {dictionary_id} is installed, but its manifest could not be written to "
+                           f"{manifest_out}: {exc.strerror or type(exc).__name__}") from None
+        out.print(f"manifest written to {manifest_out}", markup=False)
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """The output's directory takes a file now (one is made and removed), before anything changes."""
+    import os
+    import tempfile
+
+    from dpspin_sql.outputs import Outputs
+
+    Outputs().add(path, option)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.probe.", dir=path.parent if str(path.parent) else ".")
+        os.write(fd, b"\0" * 4096)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        why = "no space left on the device" if exc.errno == 28 else (exc.strerror or type(exc).__name__)
+        raise BadInput(f"{option} {path}: cannot write there ({why}); nothing was changed") from None
