@@ -23,7 +23,6 @@ from dpspin_sql import queries, tabular
 from dpspin_sql.db import bad_input, duckdb_error_line, first_line, only_row, transaction, waiting_for_lock
 from dpspin_sql.errors import BadInput
 
-FORMATS = ("csv", "jsonl", "json", "parquet")   # --format names (json = JSON Lines or an array)
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 SPLITS = ("aux", "target")
 _SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
@@ -251,32 +250,11 @@ def udfs_names() -> tuple[str, ...]:
     return udfs.NAMES
 
 
-def detect_format(path: Path, fmt: str | None) -> str:
-    """csv | jsonl | parquet, from --format or the name (see `dpspin_sql.tabular`)."""
-    return tabular.table_file(path, fmt).format if Path(path).exists() else _format_of(path, fmt)
-
-
-def _format_of(path: Path, fmt: str | None) -> str:
-    if fmt:
-        if fmt.lower() not in tabular.FORMAT_NAMES:
-            raise BadInput(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-        return tabular.FORMAT_NAMES[fmt.lower()]
-    found = tabular.format_of_name(Path(path).name)
-    if found is None:
-        raise BadInput(f"cannot tell the format of {path}; pass --format csv|jsonl|parquet")
-    return found
-
-
 def read_file(con: duckdb.DuckDBPyConnection, path: str | Path, fmt: str | None = None, *,
               all_varchar: bool = False, delimiter: str | None = None) -> duckdb.DuckDBPyRelation:
     """A relation over a user's file (or folder), read by `dpspin_sql.tabular`'s rules: its
     header checked, its unnamed index columns left out, every CSV value text."""
     return tabular.read(con, tabular.table_file(path, fmt, delimiter=delimiter)).relation
-
-
-def read_error(path: Path, fmt: str, exc: BaseException) -> str:
-    """One line for a file DuckDB could not read (`dpspin_sql.tabular.read_error`)."""
-    return tabular.read_error(path, fmt, exc)
 
 
 def require_columns(rel: duckdb.DuckDBPyRelation | tabular.TableRead, wanted: dict[str, str | None],
