@@ -358,6 +358,10 @@ def read_error(path: Path, fmt: str, exc: BaseException, delimiter: str = ",") -
     text = str(exc)
     if "Invalid unicode" in text or "invalid unicode" in text.lower():
         return "it is not UTF-8 text (save it as UTF-8; in Excel: CSV UTF-8)"
+    too_long = re.search(r"Maximum line size of (\d+) bytes exceeded", text)
+    if too_long:
+        return (f"a row is longer than {int(too_long.group(1)):,} bytes, DuckDB's limit for one CSV row "
+                "(split the field, or give the file as Parquet or JSON Lines)")
     dup = re.search(r'has duplicate key "([^"]{0,80})"', text)
     line = re.search(r"CSV Error on Line: (\d+)", text) or re.search(r"\bin line (\d+)", text)
     if dup:
