@@ -14,10 +14,12 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries, store
+from dpspin_sql import queries, store, tabular
 from dpspin_sql.db import first_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import read_file, staged, transaction
+
+MAX_ATOM_ID = (1 << 31) - 1   # atom ids are the store's INTEGER
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def install(con: duckdb.DuckDBPyConnection, atoms: list[Atom], *, builder: str,
     return dictionary_id
 
 
-def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom]:
+def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path, *, delimiter: str | None = None) -> list[Atom]:
     """Read a taxonomy (CSV/JSONL/Parquet with label[, description][, atom_id], or JSON/YAML list)."""
     path = Path(path)
     if not path.exists():
@@ -79,6 +81,8 @@ def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom
     if path.suffix.lower() in (".yaml", ".yml") or (path.suffix.lower() == ".json" and _is_json_array(path)):
         import yaml
 
+        if path.suffix.lower() == ".json":
+            tabular.check_json_text(path)   # a key twice in an object: refused, as in every file
         try:
             rows = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
@@ -88,7 +92,7 @@ def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise BadInput(f"{path} must hold a list of {{label, description}} entries")
     else:
-        rel = read_file(con, path)
+        rel = read_file(con, path, delimiter=delimiter)
         rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
     if not rows:
         raise BadInput(f"taxonomy {path} has no atoms")
@@ -102,16 +106,16 @@ def read_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[Atom
     atoms = []
     for i, r in enumerate(rows):
         atom_id = _integer_id(r["atom_id"], path) if has_ids else i
-        if atom_id < 0:
-            raise BadInput(f"taxonomy {path}: atom_id {atom_id} is negative")
+        if not 0 <= atom_id <= MAX_ATOM_ID:
+            raise BadInput(f"taxonomy {path}: atom_id {atom_id} is outside 0..{MAX_ATOM_ID} (the store's atom ids)")
         support = r.get("aux_support")
         atoms.append(Atom(atom_id, str(r["label"] or "").strip(), str(r.get("description") or "").strip(),
                           float(support) if support is not None else None))
     return atoms
 
 
-def load_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path) -> str:
-    return install(con, read_taxonomy(con, path), builder="file", manifest={"source": str(path)})
+def load_taxonomy(con: duckdb.DuckDBPyConnection, path: str | Path, *, delimiter: str | None = None) -> str:
+    return install(con, read_taxonomy(con, path, delimiter=delimiter), builder="file", manifest={"source": str(path)})
 
 
 def current_atoms(con: duckdb.DuckDBPyConnection) -> list[Atom]:

@@ -1,6 +1,7 @@
 """Small DuckDB helpers every module that talks to a store shares (no store logic here)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,47 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def is_lock_conflict(exc: BaseException) -> bool:
+    """DuckDB's "another process holds the file" (not any message that contains "lock":
+    a full disk's "could not write block" is not a lock)."""
+    text = str(exc).lower()
+    return "could not set lock" in text or "conflicting lock" in text
+
+
+def no_space(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "no space left" in text or "disk full" in text or "disk quota exceeded" in text
+
+
+def duckdb_error_line(exc: BaseException) -> str:
+    """A DuckDB (or Arrow, or OS) error as one line that quotes no value: the kind of
+    failure, never the engine's text about a row (it can quote protected values). The
+    one place commands turn an engine's conversion, constraint and I/O errors into the
+    line of a `BadInput`."""
+    if no_space(exc):
+        return "no space left on the device"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    kind = type(exc).__name__
+    if kind in ("ConversionException", "OutOfRangeException"):
+        return "a value does not fit the type its column needs (out of range, or not a number)"
+    if kind == "ConstraintException":
+        return "a value breaks a constraint of the store (a repeated id, or a missing one)"
+    if kind in ("IOException", "HTTPException", "PermissionException"):
+        line = first_line(exc)
+        return line[:300]   # paths and the OS's reason, no row content
+    if kind == "OutOfMemoryException":
+        return "out of memory (set --memory-limit / DPSPIN_MEMORY_LIMIT and a spill directory)"
+    if kind in ("InvalidInputException", "ParserException", "SerializationException"):
+        return "the input is malformed"
+    return kind
+
+
+def bad_input(exc: BaseException, context: str) -> BadInput:
+    """`context: <duckdb_error_line(exc)>` as bad input (exit 2)."""
+    return BadInput(f"{context}: {duckdb_error_line(exc)}")
+
+
 def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
     """Run `action` (open or ATTACH the store file `path`), retrying while another process
     holds the file's lock, up to lock_timeout(); then "store busy" (exit 1). Any other
@@ -38,15 +80,16 @@ def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
         try:
             return action()
         except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
+            if not is_lock_conflict(exc):
+                raise bad_input(exc, f"cannot {verb} {path}") from None
             if time.monotonic() >= deadline:
                 raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
                                 "(DPSPIN_LOCK_TIMEOUT); nothing was done") from None
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
-        except duckdb.Error as exc:
-            raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
+        except duckdb.Error as exc:   # about the file, not its rows: DuckDB's own line says most
+            raise BadInput(f"cannot {verb} {path}: "
+                           + ("no space left on the device" if no_space(exc) else first_line(exc))) from None
 
 
 @contextmanager
@@ -65,7 +108,14 @@ def transaction(con: Any, *, join: bool = False) -> Iterator[Any]:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")
+    try:
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        if not no_space(exc):
+            raise   # (a write-write conflict: the ledger retries those)
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise BadInput("cannot write the store: no space left on the device; nothing was changed") from None
 
 
 def only_row(result: Any) -> tuple:

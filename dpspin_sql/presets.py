@@ -10,7 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries
+from dpspin_sql import queries, tabular
+from dpspin_sql.db import first_line
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import LoadReport, load_records
 
@@ -37,13 +38,54 @@ def preset_relation(con: duckdb.DuckDBPyConnection, preset: str, path: str | Pat
         raise BadInput("--businesses is only for --preset yelp")
     else:
         params = {"path": str(path)}
+    if preset == "cfpb":   # any of the CFPB's own exports, read as every file is read
+        _register_cfpb_export(con, path)
+        params = {}
+    for given in params.values():   # one header rule for every file (dpspin_sql.tabular)
+        tabular.header(con, tabular.table_file(given, formats=("jsonl",)))
     try:
         rel = con.sql(queries.load(f"preset_{preset}"), params=params)
         rel.limit(0).fetchall()          # surface missing columns / unreadable files here
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # the binder's line names a missing column; anything else may quote a record
+        first = first_line(exc) if isinstance(exc, duckdb.BinderException) else \
+            tabular.read_error(path, "jsonl", exc)
         raise BadInput(f"cannot read {path} as a {preset} export: {first}") from None
     return rel
+
+
+# The CFPB publishes its database as CSV (the field reference's names: "Consumer complaint
+# narrative", ...), as JSON (the API's names: complaint_what_happened, sub_product, ...), and
+# the project's samples are JSON Lines in snake_case (narrative, ...): each preset column is the
+# first of these names the file has.
+CFPB_COLUMNS = {
+    "complaint_id": ("complaint_id", "Complaint ID"),
+    "narrative": ("narrative", "complaint_what_happened", "Consumer complaint narrative"),
+    "product": ("product", "Product"),
+    "sub_product": ("sub_product", "Sub-product"),
+    "issue": ("issue", "Issue"),
+    "sub_issue": ("sub_issue", "Sub-issue"),
+    "company": ("company", "Company"),
+    "state": ("state", "State"),
+    "date_received": ("date_received", "Date received"),
+}
+CFPB_VIEW = "cfpb_export"
+
+
+def _register_cfpb_export(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """The export (CSV, JSON or JSON Lines, gzip or not) as the view `cfpb_export` with the
+    preset's column names, for queries/preset_cfpb*.sql."""
+    got = tabular.read(con, tabular.table_file(path))
+    have = set(got.columns)
+    chosen = {}
+    for name, candidates in CFPB_COLUMNS.items():
+        found = next((c for c in candidates if c in have), None)
+        if found is None:
+            raise BadInput(f"cannot read {path} as a cfpb export: it has no {' / '.join(map(repr, candidates))} "
+                           f"column (it has: {', '.join(got.columns)})")
+        chosen[name] = found
+    con.register(CFPB_VIEW, got.relation.select(*[duckdb.ColumnExpression(col).alias(name)
+                                                   for name, col in chosen.items()]))
 
 
 WHY_REJECTED = {"cfpb": "complaints without a narrative", "amazon": "exact duplicate reviews",
@@ -63,9 +105,14 @@ def load_preset(con: duckdb.DuckDBPyConnection, preset: str, path: str | Path, s
     rel = preset_relation(con, preset, path, opts.get("businesses"))
     report = load_records(con, path, id_col="record_id", user_col=USER_COL[preset], text_col="text",
                           split=split, relation=rel)
-    params = {"reviews": str(path)} if preset == "yelp" else {"path": str(path)}
+    params = {"reviews": str(path)} if preset == "yelp" else {} if preset == "cfpb" else {"path": str(path)}
     source = con.execute(queries.load(f"preset_{preset}_source_rows"), params).fetchall()[0][0]
+    if preset == "cfpb":
+        con.unregister(CFPB_VIEW)
     rejected = max(int(source) - report.loaded, 0)
+    if report.loaded == 0:
+        raise BadInput(f"{path}: no records to load" + (f"; all {rejected} rows were rejected ({WHY_REJECTED[preset]})"
+                                                         if rejected else " (the file has no rows)"))
     return LoadReport(report.loaded, rejected, WHY_REJECTED[preset] if rejected else "")
 
 

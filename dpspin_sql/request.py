@@ -141,6 +141,7 @@ class ReleaseRequest:
     comparison_margin: float | None = None
     interval_confidence: float = 0.95
     defaulted: tuple[str, ...] = field(default=(), compare=False)
+    ignored: tuple[str, ...] = field(default=(), compare=False)   # given, but without effect (said to the user)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # (frozen)
@@ -153,9 +154,12 @@ class ReleaseRequest:
             raise RequestError("epsilon", self.epsilon, "must be a positive number")
         set_("epsilon", float(self.epsilon))
         # δ: pure ε-DP for laplace; a default the release prints for the Gaussian ones
+        ignored: list[str] = []
         if self.mechanism == "laplace":
             if self.delta is not None and not (_finite(self.delta) and 0 <= self.delta < 1):
                 raise RequestError("delta", self.delta, "must lie in [0, 1)")
+            if self.delta:
+                ignored.append("delta")   # pure ε-DP: a δ asked for is not spent, and the user is told
             set_("delta", 0.0)
         elif self.delta is None:
             set_("delta", DEFAULT_DELTA)
@@ -210,6 +214,7 @@ class ReleaseRequest:
                 raise RequestError("bins", bins, "thresholds must be non-negative numbers")
             set_("bins", bins)
         set_("defaulted", tuple(defaulted))
+        set_("ignored", tuple(ignored))
 
     # -- what follows from the parameters alone ---------------------------------------
     @property

@@ -11,7 +11,8 @@ logical name. Three kinds exist today:
 - `STORE`: the store's own tables. On DuckDB the engine then runs the store queries
   (queries/sketch_store_*.sql), which may skip the per-record work for canonical vectors
   the catalog proves canonical; other engines read the store's logical rows.
-- `files(...)`: a Parquet or CSV assignments file, with or without a records file. With a
+- `files(...)`: an assignments file (Parquet, CSV or JSON Lines, or a folder of them, read
+  by `dpspin_sql.tabular`'s rules as every command reads files), with or without a records file. With a
   records file, its records are the target records (those with split = 'target' when it
   has a split column) and it gives each record its user; without one, every record in the
   assignments file is a target record and the row's own user_id is its user, a record
@@ -23,16 +24,21 @@ Only the atoms, the dictionary and the ledger always come from the store.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # sqlglot is imported where a relation is built: a store release needs none
     from sqlglot import exp
 
+    from dpspin_sql.tabular import TableFile
+
 from dpspin_sql.errors import BadInput
 
-FILE_FORMATS = ("parquet", "csv")
+FILE_FORMATS = ("parquet", "csv", "jsonl")
+# a CSV's values are text (dpspin_sql.tabular): these logical columns are read as numbers,
+# a value that is not one being NULL (the sketch drops such a row, as it drops NaN)
+CSV_NUMBERS = (("atom_id", "BIGINT"), ("weight", "DOUBLE"))
 ASSIGNMENT_COLUMNS = ("record_id", "atom_id", "weight")
 UNIT_COLUMN = "user_id"
 
@@ -51,6 +57,7 @@ class Relation:
     format: str | None = None
     columns: tuple[tuple[str, str], ...] = ()
     available: tuple[str, ...] = ()
+    reader: TableFile | None = None   # a user's file, read as dpspin_sql.tabular reads every file
 
     def physical(self, logical: str) -> str:
         return dict(self.columns).get(logical, logical)
@@ -64,6 +71,10 @@ class Relation:
 
         if self.table is not None:
             return exp.to_table(self.table)
+        if self.reader is not None:
+            import sqlglot
+
+            return exp.Table(this=sqlglot.parse_one(self.reader.scan(), read="duckdb"))
         path = exp.Literal.string(str(self.path))
         if self.format == "csv":
             return exp.Table(this=exp.Anonymous(this="read_csv", expressions=[
@@ -77,8 +88,12 @@ class Relation:
         from sqlglot import exp
 
         renames = [(phys, logical) for logical, phys in self.columns if logical != phys]
+        typed = [(self.physical(lg), t) for lg, t in CSV_NUMBERS
+                 if self.reader is not None and self.reader.format == "csv" and self.has(lg)]
         star = exp.Star(**({"rename": [exp.Alias(this=exp.column(p), alias=exp.to_identifier(lg))
-                                        for p, lg in renames]} if renames else {}))
+                                        for p, lg in renames]} if renames else {}),
+                        **({"replace": [exp.alias_(exp.TryCast(this=exp.column(p), to=exp.DataType.build(t)), p)
+                                        for p, t in typed]} if typed else {}))
         items = [star] + [exp.alias_(value, name) for name, value in (extra or {}).items()]
         return exp.select(*items).from_(self.scan()).subquery()
 
@@ -133,38 +148,32 @@ STORE = SketchSource(Relation(table="assignments", available=ASSIGNMENT_COLUMNS)
 
 
 def file_format(path: str | Path, fmt: str | None = None) -> str:
-    """parquet or csv, from --format or the file name (gzip/zstd CSV is fine)."""
-    from dpspin_sql.store import detect_format
+    """parquet, csv or jsonl, from --format or the file name (gzip/zstd is fine)."""
+    from dpspin_sql import tabular
 
-    found = detect_format(Path(path), fmt)
-    if found not in FILE_FORMATS:
-        raise BadInput(f"{path}: a sketch source must be Parquet or CSV, not {found}")
-    return found
+    return tabular.table_file(path, fmt, formats=FILE_FORMATS).format
 
 
-def file_relation(con: Any, path: str | Path, fmt: str | None, required: tuple[str, ...], role: str) -> Relation:
-    """A file as a relation; its header is read now (by DuckDB) to check the columns."""
-    import duckdb
+def file_relation(con: Any, path: str | Path, fmt: str | None, required: tuple[str, ...], role: str, *,
+                  delimiter: str | None = None) -> Relation:
+    """A file (or folder) as a relation; its header is read now (dpspin_sql.tabular's rules:
+    unambiguous, unnamed index columns left out of `available`) to check the columns."""
+    from dpspin_sql import tabular
 
-    path = Path(path)
-    if not path.is_file():
-        raise BadInput(f"{role} file not found: {path}")
-    rel = Relation(path=str(path.resolve()), format=file_format(path, fmt))
-    try:
-        names = [c[0] for c in con.execute(
-            f"DESCRIBE SELECT * FROM {rel.scan().sql('duckdb')}").fetchall()]
-    except duckdb.Error:
-        raise BadInput(f"cannot read {path} as {rel.format}") from None
+    tf = tabular.table_file(path, fmt, delimiter=delimiter, what=f"{role} file", formats=FILE_FORMATS)
+    header = tabular.header(con, tf)
+    names = [n for i, n in enumerate(header) if i not in set(tabular.unnamed(header))]
     missing = [c for c in required if c not in names]
     if missing:
         raise BadInput(f"{role} file {path} has no column {missing[0]!r}; it has: {', '.join(names)}")
-    return replace(rel, available=tuple(names))
+    return Relation(path=str(Path(path).resolve()), format=tf.format, available=tuple(names), reader=tf)
 
 
 def files(con: Any, assignments: str | Path, records: str | Path | None = None, *, fmt: str | None = None,
-          records_fmt: str | None = None) -> SketchSource:
+          records_fmt: str | None = None, delimiter: str | None = None) -> SketchSource:
     """A source over an assignments file (record_id, atom_id, weight [, user_id]) and,
-    optionally, a records file (record_id [, user_id] [, split] ...)."""
-    a = file_relation(con, assignments, fmt, ASSIGNMENT_COLUMNS, "assignments")
-    r = file_relation(con, records, records_fmt, ("record_id",), "records") if records is not None else None
+    optionally, a records file (record_id [, user_id] [, split] ...); `delimiter` for CSV."""
+    a = file_relation(con, assignments, fmt, ASSIGNMENT_COLUMNS, "assignments", delimiter=delimiter)
+    r = (file_relation(con, records, records_fmt, ("record_id",), "records", delimiter=delimiter)
+         if records is not None else None)
     return SketchSource(a, r)

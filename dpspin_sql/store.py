@@ -6,6 +6,7 @@ nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -18,31 +19,62 @@ from pathlib import Path
 
 import duckdb
 
-from dpspin_sql import queries
-from dpspin_sql.db import first_line, only_row, transaction, waiting_for_lock
+from dpspin_sql import queries, tabular
+from dpspin_sql.db import bad_input, duckdb_error_line, first_line, only_row, transaction, waiting_for_lock
 from dpspin_sql.errors import BadInput
 
-FORMATS = ("csv", "jsonl", "json", "parquet")
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 SPLITS = ("aux", "target")
 _SETUP_LOCK = threading.Lock()   # DDL from several connections at once conflicts in DuckDB
 
 
 def connect(path: str | Path, *, create: bool = False, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a store. Without `create`, a missing file is bad input, not a new empty store.
+    """Open a store. Without `create`, a missing file is bad input, not a new empty store,
+    and so is a DuckDB database that is not a dpspin store (an empty one included: only
+    `dpspin init` makes a store). With `create`, a new path or an empty DuckDB database
+    becomes a store; a database that holds anything else is refused and left as it was
+    (a user's own database is used through `dpspin_sql.install`, docs/EMBEDDING.md).
 
     The path must be a DuckDB database or a new file: DuckDB opens any other existing file
     (a CSV, say) as an empty in-memory database, where every write would silently vanish.
     When another process holds the file, this waits up to `lock_timeout()` seconds.
-    Safe from many threads at once: the schema and macros are set up once per process.
+    Safe from many threads at once: the schema and macros are set up once per process,
+    in one transaction (a failure leaves no table behind).
     """
     path = Path(path)
     check_store_path(path, create=create)
     con = _open_waiting(path, read_only)
-    if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
-        set_up(con)
+    try:
+        kind = store_kind(con)
+        if kind == "foreign":
+            raise BadInput(f"{path} is a DuckDB database but not a dpspin store; nothing was added to it (to use "
+                           "your own database, attach a store to it with dpspin_sql.install(con, STORE): "
+                           "docs/EMBEDDING.md)")
+        if kind == "empty" and not create:
+            raise BadInput(f"{path} is not an initialised dpspin store (an empty DuckDB database); "
+                           f"create the store with: dpspin init --db {path}")
+        if not read_only:  # a read-only store can't take the schema or the macros (auditing needs neither)
+            set_up(con)
+    except BaseException:
+        con.close()
+        raise
     _OPEN.add(con)
     return con
+
+
+STORE_TABLES = ("ledger", "ledger_head", "budget", "dictionary", "pipeline")
+"""Tables only a dpspin store has: one of them marks a database as a store (perhaps one
+an earlier version wrote, which `set_up` migrates, or a damaged one the ledger's checks
+refuse); the other tables' names (records, atoms, users, ...) are common words."""
+
+
+def store_kind(con: duckdb.DuckDBPyConnection) -> str:
+    """'store' (it has a table only a store has), 'empty' (no table, view or sequence in
+    its main schema) or 'foreign' (anything else: someone's own database)."""
+    n_objects, n_marks = only_row(con.execute(queries.load("store_kind"), {"marks": list(STORE_TABLES)}))
+    if n_marks:
+        return "store"
+    return "empty" if n_objects == 0 else "foreign"
 
 
 def check_store_path(path: Path, *, create: bool, option: str = "--db") -> None:
@@ -69,7 +101,8 @@ def _open_waiting(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 def set_up(con: duckdb.DuckDBPyConnection) -> None:
     """Create or migrate the schema and the macros in the connection's default database,
     unless they are already there (a read-only check, so many connections opening a set-up
-    store write nothing and cannot conflict)."""
+    store write nothing and cannot conflict). The tables, views and macros are created in
+    one transaction: a failure halfway leaves none of them behind."""
     from dpspin_sql import ledger, udfs
 
     if _schema_present(con):
@@ -77,9 +110,10 @@ def set_up(con: duckdb.DuckDBPyConnection) -> None:
     with _SETUP_LOCK:
         if _schema_present(con):
             return
-        con.execute(queries.load("schema"))
-        con.execute(queries.load("schema_migrate"))
-        udfs.register(con)
+        with transaction(con):
+            con.execute(queries.load("schema"))
+            con.execute(queries.load("schema_migrate"))
+            udfs.register(con)
         ledger.migrate(con)
 
 
@@ -156,14 +190,19 @@ def close_all(except_for: set | frozenset = frozenset()) -> None:
 
 @contextmanager
 def opened(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open or create a store for one command; a store this command created is removed
-    again if the command fails, so bad input leaves no file behind."""
+    """Open or create a store for one command (`dpspin init`); a store this command created
+    is removed again if the command fails — the file, or, in a DuckDB database that was
+    empty, everything set up in it — so bad input leaves nothing behind."""
     path = Path(path)
     existed = path.exists()
+    was_empty = existed and _is_empty_database(path)
     con = connect(path, create=True)
     try:
         yield con
     except BaseException:
+        if was_empty:
+            with contextlib.suppress(duckdb.Error):
+                _empty_again(con)
         con.close()
         if not existed:
             for leftover in (path, path.with_name(path.name + ".wal")):
@@ -172,84 +211,73 @@ def opened(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
     con.close()
 
 
-def detect_format(path: Path, fmt: str | None) -> str:
-    if fmt:
-        if fmt not in FORMATS:
-            raise BadInput(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-        return "jsonl" if fmt == "json" else fmt
-    name = path.name.lower()
-    for suffix in (".gz", ".zst"):
-        name = name.removesuffix(suffix)
-    for ext, found in ((".csv", "csv"), (".tsv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"),
-                       (".json", "jsonl"), (".parquet", "parquet"), (".pq", "parquet")):
-        if name.endswith(ext):
-            return found
-    raise BadInput(f"cannot tell the format of {path}; pass --format csv|jsonl|parquet")
+def _is_empty_database(path: Path) -> bool:
+    check_store_path(path, create=True)
+    con = _open_waiting(path, read_only=True)
+    try:
+        return store_kind(con) == "empty"
+    finally:
+        con.close()
+
+
+def _empty_again(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what `set_up` made in a database that was empty (views, then tables in an order
+    their foreign keys allow, then macros), in one transaction."""
+    with transaction(con):
+        for (name,) in con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+                                   "AND schema_name = 'main' AND NOT internal AND NOT temporary").fetchall():
+            con.execute(f'DROP VIEW "{name}"')
+        tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                            "current_database() AND schema_name = 'main' AND NOT temporary "
+                                            "ORDER BY has_primary_key, table_name").fetchall()]
+        for _ in range(len(tables) + 1):
+            left = []
+            for name in tables:
+                try:
+                    con.execute(f'DROP TABLE "{name}"')
+                except duckdb.Error:
+                    left.append(name)
+            tables = left
+            if not tables:
+                break
+        for name in udfs_names():
+            con.execute(f"DROP MACRO IF EXISTS {name}")
+
+
+def udfs_names() -> tuple[str, ...]:
+    from dpspin_sql import udfs
+
+    return udfs.NAMES
 
 
 def read_file(con: duckdb.DuckDBPyConnection, path: str | Path, fmt: str | None = None, *,
-              all_varchar: bool = False) -> duckdb.DuckDBPyRelation:
-    """A relation over a user's file, read by DuckDB, strictly: a CSV is read as RFC 4180
-    (comma, or tab for .tsv; double quotes) and a malformed row is an error with its line
-    number, never a row silently re-shaped by the dialect sniffer."""
-    path = Path(path)
-    if not path.is_file():
-        raise BadInput(f"input file not found: {path}")
-    fmt = detect_format(path, fmt)
-    try:
-        if fmt == "csv":
-            delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-            return con.read_csv(str(path), delimiter=delimiter, quotechar='"', escapechar='"', header=True,
-                                strict_mode=True, all_varchar=all_varchar)
-        if fmt == "jsonl":
-            return con.read_json(str(path), format="newline_delimited")
-        return con.read_parquet(str(path))
-    except duckdb.Error as exc:
-        raise BadInput(f"cannot read {path} as {fmt}: {read_error(path, fmt, exc)}") from None
+              all_varchar: bool = False, delimiter: str | None = None) -> duckdb.DuckDBPyRelation:
+    """A relation over a user's file (or folder), read by `dpspin_sql.tabular`'s rules: its
+    header checked, its unnamed index columns left out, every CSV value text."""
+    return tabular.read(con, tabular.table_file(path, fmt, delimiter=delimiter)).relation
 
 
-def read_error(path: Path, fmt: str, exc: BaseException) -> str:
-    """One line for a file DuckDB could not read: the line number of the first malformed
-    row, never the row's content (it may be protected text)."""
-    text = str(exc)
-    match = re.search(r"CSV Error on Line: (\d+)", text) or re.search(r"line (\d+)", text, re.I)
-    if fmt == "csv" and match is None:
-        line = _first_bad_csv_line(path)
-        if line is not None:
-            return f"malformed CSV row at line {line} (an unterminated quote or the wrong number of fields)"
-    if match is not None:
-        return f"malformed {fmt.upper()} at line {match.group(1)}"
-    return _first_line(exc).split(":")[0] if "Original Line" in text else _first_line(exc)
-
-
-def _first_bad_csv_line(path: Path) -> int | None:
-    """Find the first malformed row with Python's strict CSV reader (only after DuckDB failed)."""
-    import csv
-    import gzip
-
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    try:
-        with opener(path, "rt", encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh, delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
-            width = None
-            for row in reader:
-                if width is None:
-                    width = len(row)
-                elif row and len(row) != width:
-                    return reader.line_num
-    except csv.Error:
-        return reader.line_num
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def require_columns(rel: duckdb.DuckDBPyRelation, wanted: dict[str, str | None], source: str) -> None:
-    have = set(rel.columns)
+def require_columns(rel: duckdb.DuckDBPyRelation | tabular.TableRead, wanted: dict[str, str | None],
+                    source: str) -> None:
+    columns = list(rel.columns)
     for option, col in wanted.items():
-        if col is not None and col not in have:
-            raise BadInput(f"column {col!r} (from {option}) not in {source}; it has: {', '.join(rel.columns)}")
+        if col is not None and col not in columns:
+            near = [c for c in columns if c.lower() == col.lower()]
+            hint = f" (did you mean {near[0]!r}? names are matched exactly)" if near else ""
+            raise BadInput(f"column {col!r} (from {option}) not in {source}{hint}; it has: {', '.join(columns)}")
+
+
+def require_distinct_roles(wanted: dict[str, str | None]) -> None:
+    """One column cannot play two roles (the id and the text, say): the record would be
+    keyed by its own protected text."""
+    seen: dict[str, str] = {}
+    for option, col in wanted.items():
+        if col is None:
+            continue
+        if col.lower() in seen:
+            raise BadInput(f"{seen[col.lower()]} and {option} name the same column {col!r}; each role needs its own "
+                           "column")
+        seen[col.lower()] = option
 
 
 def load_records(
@@ -262,19 +290,30 @@ def load_records(
     text_col: str = "text",
     split: str = "target",
     relation: duckdb.DuckDBPyRelation | None = None,
+    delimiter: str | None = None,
 ) -> LoadReport:
     """Load records with the user's column names mapped onto the store's schema.
 
     Columns other than id/user/text are kept as JSON metadata. All or nothing: a malformed
-    row, a missing or duplicate id, or an id/user/text column that is not a scalar castable
-    to text changes nothing. `relation` lets a preset pass an already-shaped relation.
+    row, a missing or duplicate id, an id/user/text column that is not a scalar castable
+    to text, or a file without rows changes nothing. `relation` lets a preset pass an
+    already-shaped relation. The file is read by `dpspin_sql.tabular` (every CSV value is
+    text; the header must be unambiguous).
     """
     if split not in SPLITS:
         raise BadInput(f"--split must be aux or target, not {split!r}")
-    fmt = detect_format(Path(path), fmt) if relation is None else "preset"
-    rel = relation if relation is not None else read_file(con, path, fmt, all_varchar=fmt == "csv")
+    dropped: tuple[str, ...] = ()
+    if relation is None:
+        tf = tabular.table_file(path, fmt, delimiter=delimiter)
+        fmt = tf.format
+        got = tabular.read(con, tf)
+        rel, note = got.relation, got.note()
+        dropped = got.dropped
+    else:
+        fmt, rel, note = "preset", relation, None
     if id_col is None and "record_id" in rel.columns:
         id_col = "record_id"
+    require_distinct_roles({"--id-col": id_col, "--user-col": user_col, "--text-col": text_col})
     require_columns(rel, {"--id-col": id_col, "--user-col": user_col, "--text-col": text_col}, str(path))
     types = dict(zip(rel.columns, (str(t) for t in rel.types)))
     for option, col, allowed in (("--id-col", id_col, _ID_TYPES), ("--user-col", user_col, _ID_TYPES),
@@ -283,12 +322,12 @@ def load_records(
             raise BadInput(f"column {col!r} ({option}) is {types[col]}; it must hold "
                            + ("text" if allowed is _TEXT_TYPES else "scalar ids (text or integers)"))
     mapped = [c for c in (id_col, user_col, text_col) if c]
-    rid = duckdb.ColumnExpression(id_col) if id_col else duckdb.SQLExpression("CAST(row_number() OVER () AS VARCHAR)")
-    uid = duckdb.ColumnExpression(user_col) if user_col else duckdb.ConstantExpression(None)
+    rid = _column(id_col) if id_col else duckdb.SQLExpression("CAST(row_number() OVER () AS VARCHAR)")
+    uid = _column(user_col) if user_col else duckdb.ConstantExpression(None)
     staged = rel.select(
         rid.alias("__record_id"),
         uid.alias("__user_id"),
-        duckdb.ColumnExpression(text_col).alias("__text"),
+        _column(text_col).alias("__text"),
         duckdb.StarExpression(exclude=mapped),
     )
     con.register("staging", staged)
@@ -296,9 +335,9 @@ def load_records(
         try:
             nulls = only_row(con.execute(queries.load("staging_null_ids")))[0]
         except duckdb.Error as exc:
-            raise BadInput(f"cannot load {path}: {read_error(Path(path), fmt, exc)}") from None
+            raise BadInput(f"cannot load {path}: {_read_error(path, fmt, exc)}") from None
         if nulls:
-            raise BadInput(f"{nulls} record(s) have no id in column {id_col!r}")
+            raise BadInput(f"{path}: {nulls} record(s) have no id in column {id_col!r}")
         before = _count(con, "records")
         with transaction(con):
             try:
@@ -308,10 +347,23 @@ def load_records(
                 raise BadInput(f"{path} repeats a record id (or an id already in the store); "
                                "ids must be unique") from None
             except duckdb.Error as exc:
-                raise BadInput(f"cannot load {path}: {read_error(Path(path), fmt, exc)}") from None
-        return LoadReport(_count(con, "records") - before, 0)
+                raise BadInput(f"cannot load {path}: {_read_error(path, fmt, exc)}") from None
+            loaded = _count(con, "records") - before
+            if relation is None:
+                tabular.require_rows(loaded, Path(path), "records")
+        return LoadReport(loaded, 0, notes=(note,) if note else (), dropped_columns=dropped)
     finally:
         con.unregister("staging")
+
+
+def _column(name: str) -> duckdb.Expression:
+    return duckdb.ColumnExpression(name)   # the name as it is (no quoting: spaces, dots and quotes are fine)
+
+
+def _read_error(path: str | Path, fmt: str | None, exc: BaseException) -> str:
+    if fmt == "preset" or fmt is None:
+        return duckdb_error_line(exc)
+    return tabular.read_error(Path(path), fmt, exc)
 
 
 @dataclass(frozen=True)
@@ -319,6 +371,8 @@ class LoadReport:
     loaded: int
     rejected: int = 0
     why_rejected: str = ""
+    notes: tuple[str, ...] = ()              # one line each: input left out, said to the user
+    dropped_columns: tuple[str, ...] = ()
 
 
 _ID_TYPES = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT",
@@ -331,16 +385,74 @@ def _type_ok(type_name: str, allowed: tuple[str, ...]) -> bool:
 
 
 def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
-                     replace: bool = False) -> int:
+                     replace: bool = False, delimiter: str | None = None) -> int:
+    """`load_assignment_file`, returning the number of assignment rows the store holds."""
+    return load_assignment_file(con, path, fmt=fmt, replace=replace, delimiter=delimiter).rows
+
+
+@dataclass(frozen=True)
+class AssignmentsReport:
+    rows: int                    # assignment rows the store holds now (canonical entries included)
+    replaced: int = 0            # rows there were before, with --replace
+    notes: tuple[str, ...] = ()  # one line each: input that was left out or can never count
+
+
+INT32 = (-(1 << 31), (1 << 31) - 1)
+_WEIGHT_RESOLUTION = "2^-24"
+
+
+def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
+                         replace: bool = False, delimiter: str | None = None) -> AssignmentsReport:
     """Load (record_id, atom_id, weight) rows from the user's own classifier. Rows already in
-    the store are replaced only with `replace` (they may be another classifier's)."""
-    rel = read_file(con, path, fmt)
-    require_columns(rel, {"record_id": "record_id", "atom_id": "atom_id", "weight": "weight"}, str(path))
+    the store are replaced only with `replace` (they may be another classifier's).
+
+    All or nothing: an atom id that is not an integer of the store's 32-bit range, a weight
+    that is not a number, or a file without rows changes nothing. Rows that load but can
+    never count in a sketch — an atom not in the dictionary, a record not in the store, a
+    weight that is not a positive finite number or is below the fixed-point resolution
+    2^-24 (it counts as 0) — are kept as given (the sketch, not this loader, enforces
+    the bounds) and counted in one line of the report."""
+    from dpspin_sql.request import SCALE
+
+    tf = tabular.table_file(path, fmt, delimiter=delimiter)
+    got = tabular.read(con, tf)
+    rel = got.relation
+    require_columns(got, {"record_id": "record_id", "atom_id": "atom_id", "weight": "weight"}, str(path))
+    notes = [n for n in (got.note(),) if n]
+    unused = [c for c in got.columns if c not in ASSIGNMENT_FILE_COLUMNS]
+    if unused:
+        notes.append(f"ignored column(s) an assignment row does not have: {', '.join(unused)}")
     existing = _count(con, "assignments")
     if existing and not replace:
         raise BadInput(f"the store already holds {existing} assignment rows; pass --replace to replace them")
-    con.register("staging_assignments", rel)
+    replaced = counts(con)["assignments"] if replace else 0
+    con.register("assignment_file", rel.select(*[_column(c) for c in ASSIGNMENT_FILE_COLUMNS]))
     try:
+        try:
+            facts = only_row(con.execute(queries.load("assignments_file_facts"),
+                                         {"scale": SCALE, "lo": INT32[0], "hi": INT32[1]}))
+        except duckdb.Error as exc:
+            raise BadInput(f"cannot load assignments from {path}: {tabular.read_error(Path(path), tf.format, exc)}") \
+                from None
+        n_rows, not_integer, out_of_range, not_number, unknown_atom, unknown_record, not_positive, tiny = facts
+        tabular.require_rows(n_rows, tf, "assignment rows")
+        if not_integer:
+            raise BadInput(f"{path}: {not_integer} row(s) have an atom_id that is not an integer")
+        if out_of_range:
+            raise BadInput(f"{path}: {out_of_range} row(s) have an atom_id outside the range of atom ids "
+                           f"({INT32[0]} to {INT32[1]})")
+        if not_number:
+            raise BadInput(f"{path}: {not_number} row(s) have a weight that is not a number")
+        never = [(unknown_atom, "name an atom not in the dictionary"),
+                 (unknown_record, "name a record not in the store"),
+                 (not_positive, "have a weight that is not a positive finite number"),
+                 (tiny, f"have a weight below the fixed-point resolution {_WEIGHT_RESOLUTION} (it counts as 0)")]
+        said = [f"{n} {why}" for n, why in never if n]
+        if said:
+            notes.append(f"{sum(n for n, _ in never if n)} of {n_rows} row(s) can never count in a release "
+                         f"(kept as given): {'; '.join(said)}")
+        # checked above: every value converts exactly
+        con.register("staging_assignments", con.sql(queries.load("assignments_file_stage")))
         with transaction(con):
             if replace:
                 con.execute(queries.load("clear_assignments"))
@@ -348,11 +460,18 @@ def load_assignments(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: s
             try:
                 write_assignments(con)
             except duckdb.Error as exc:
-                raise BadInput(f"cannot load assignments from {path}: {_first_line(exc)}") from None
+                raise bad_input(exc, f"cannot load assignments from {path}") from None
             mark_step(con, "assignments")
     finally:
-        con.unregister("staging_assignments")
-    return _count(con, "assignments")
+        for name in ("staging_assignments", "assignment_file"):
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(name)
+    return AssignmentsReport(counts(con)["assignments"], replaced, tuple(notes))
+
+
+ASSIGNMENT_FILE_COLUMNS = ("record_id", "atom_id", "weight")
+
+
 
 
 def write_assignments(con: duckdb.DuckDBPyConnection) -> None:

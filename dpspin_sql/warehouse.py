@@ -30,9 +30,7 @@ to the warehouse's `atoms` (and, at user level, the store's `records`).
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from pathlib import Path
@@ -43,7 +41,7 @@ import numpy as np
 from dpspin_sql.errors import BadInput
 
 WAREHOUSES = ("bigquery", "snowflake", "trino", "postgres", "spark", "duckdb")
-FORMATS = ("csv", "json", "jsonl")
+FORMATS = ("csv", "json", "jsonl", "parquet")
 INT64_MAX = (1 << 63) - 1
 MAX_RESULT_BYTES = 64 << 20     # m rows of two integers; anything this large is not a sketch
 _SIGNED = re.compile(r"[+-]?[0-9]+")
@@ -69,37 +67,98 @@ def detect_format(path: Path, fmt: str | None) -> str:
             raise BadInput(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
         return fmt
     name = path.name.lower()
-    for ext, found in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json")):
+    for suffix in (".gz", ".gzip", ".zst"):
+        name = name.removesuffix(suffix)
+    for ext, found in ((".csv", "csv"), (".tsv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json"),
+                       (".parquet", "parquet"), (".pq", "parquet")):
         if name.endswith(ext):
             return found
-    raise BadInput(f"cannot tell the format of {path}: name it .csv, .json or .jsonl (or pass --format)")
+    if path.is_dir():   # a folder of parts (Spark's, BigQuery's exports): the format of its files
+        from dpspin_sql import tabular
+
+        found = tabular.table_file(path).format
+        return "jsonl" if found == "jsonl" else found
+    raise BadInput(f"cannot tell the format of {path}: name it .csv, .json, .jsonl or .parquet (or pass --format)")
 
 
-def read_result(path: str | Path, fmt: str | None = None) -> list[tuple[Any, Any]]:
-    """The (atom_id, mass) rows of a warehouse's result file, values as written (text or
-    JSON values), for `check_vector`. Unreadable or mis-shaped files are bad input."""
+def read_result(path: str | Path, fmt: str | None = None, *, delimiter: str | None = None) -> list[tuple[Any, Any]]:
+    """The (atom_id, mass) rows of a warehouse's result file, values as written (text, JSON
+    values, or Parquet integers), for `check_vector`. Unreadable or mis-shaped files are bad
+    input. CSV and Parquet (a file or a folder of parts) are read by `dpspin_sql.tabular` as
+    every command reads files; JSON is parsed here, exactly (a number with a fraction or an
+    exponent stays text, never rounded), with the same rule for ambiguous keys."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BadInput(f"--from-sketch: file not found: {path}")
-    if path.stat().st_size > MAX_RESULT_BYTES:
-        raise BadInput(f"--from-sketch {path} is {path.stat().st_size} bytes; a sketch is m rows of two integers")
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise BadInput(f"--from-sketch {path} is {size} bytes; a sketch is m rows of two integers")
     fmt = detect_format(path, fmt)
+    if fmt in ("csv", "parquet"):
+        rows = _table_rows(path, fmt, delimiter)
+    else:
+        if delimiter is not None:
+            raise BadInput(f"--delimiter is for CSV files; {path} is {fmt}")
+        rows = _json_rows(path, fmt)
+    if not rows:
+        raise BadInput(f"--from-sketch {path} has no rows; expected one (atom_id, mass) row per atom")
+    return rows
+
+
+def _table_rows(path: Path, fmt: str, delimiter: str | None) -> list[tuple[Any, Any]]:
+    import duckdb
+
+    from dpspin_sql import tabular
+
+    tf = tabular.table_file(path, fmt, delimiter=delimiter, what="--from-sketch file", formats=(fmt,))
+    con = duckdb.connect()
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        got = tabular.read(con, tf)
+        columns = list(got.columns)
+        by_name = {c.lower(): c for c in columns}
+        _pair(dict.fromkeys(by_name), columns, "the header", path)   # exactly atom_id and mass
+        try:
+            fetched = got.relation.select(duckdb.ColumnExpression(by_name["atom_id"]),
+                                          duckdb.ColumnExpression(by_name["mass"])).fetchall()
+        except duckdb.Error as exc:
+            raise BadInput(f"--from-sketch {path}: {tabular.read_error(path, fmt, exc, tf.delimiter)}") from None
+    finally:
+        con.close()
+    return [(_value(a), _value(m)) for a, m in fetched]
+
+
+def _value(value: Any) -> Any:
+    """A Parquet value as `_integer` reads it: integers as they are, a decimal without a
+    fraction as its integer, a float as text (refused: the sketch is exact fixed point)."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() and value.is_finite() else _Float(str(value))
+    if isinstance(value, float):
+        return _Float(repr(value))
+    return value
+
+
+def _json_rows(path: Path, fmt: str) -> list[tuple[Any, Any]]:
+    if path.is_dir():   # a folder of JSON Lines parts (Spark): their rows, in file name order
+        from dpspin_sql import tabular
+
+        parts = tabular.table_file(path, "jsonl", what="--from-sketch file").files
+        return [row for part in parts for row in _json_rows(Path(part), "jsonl")]
+    try:
+        text = _decompressed(path).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadInput(f"--from-sketch {path} is not UTF-8 text") from None
-    if fmt == "csv":
-        return _csv_rows(text, path)
     try:
         if fmt == "json":
-            body = _json(text)
+            body = _json(text, str(path))
             if isinstance(body, dict) and set(body) == {"rows"}:
                 body = body["rows"]
             if not isinstance(body, list):
                 raise BadInput(f"--from-sketch {path}: a JSON result is an array of {{atom_id, mass}} objects")
             objects = body
         else:
-            objects = [_json(line) for line in text.splitlines() if line.strip()]
+            objects = [_json(line, str(path)) for line in text.splitlines() if line.strip()]
     except (ValueError, RecursionError):
         raise BadInput(f"--from-sketch {path} is not valid {fmt.upper()}") from None
     rows = []
@@ -110,30 +169,32 @@ def read_result(path: str | Path, fmt: str | None = None) -> list[tuple[Any, Any
     return rows
 
 
-def _json(text: str):
+def _decompressed(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (at most MAX_RESULT_BYTES either way)."""
+    import gzip
+
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic != b"\x1f\x8b":
+        return path.read_bytes()
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = fh.read(MAX_RESULT_BYTES + 1)
+    except (OSError, EOFError):
+        raise BadInput(f"--from-sketch {path} is not a readable gzip file") from None
+    if len(data) > MAX_RESULT_BYTES:
+        raise BadInput(f"--from-sketch {path} is over {MAX_RESULT_BYTES} bytes unpacked; a sketch is m rows of two "
+                       "integers")
+    return data
+
+
+def _json(text: str, where: str = "the result"):
+    from dpspin_sql.tabular import json_pairs
+
     def constant(name: str):
         raise ValueError(name)   # NaN, Infinity: not JSON, and not a mass
 
-    return json.loads(text, parse_float=_Float, parse_constant=constant)
-
-
-def _csv_rows(text: str, path: Path) -> list[tuple[Any, Any]]:
-    try:
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        table = [row for row in reader if row]
-    except csv.Error:
-        raise BadInput(f"--from-sketch {path} is not valid CSV") from None
-    if not table:
-        raise BadInput(f"--from-sketch {path} is empty; expected a header atom_id,mass and one row per atom")
-    header = [h.strip().lower() for h in table[0]]
-    rows = []
-    for i, row in enumerate(table[1:], start=2):
-        if len(row) != len(header):
-            raise BadInput(f"--from-sketch {path}: line {i} has {len(row)} fields, the header {len(header)}")
-        rows.append(_pair(dict(zip(header, row)), table[0], f"line {i}", path))
-    if not table[1:]:
-        _pair(dict.fromkeys(header), table[0], "the header", path)   # names the wrong columns, if any
-    return rows
+    return json.loads(text, parse_float=_Float, parse_constant=constant, object_pairs_hook=json_pairs(where))
 
 
 def _pair(row: dict, columns: list, where: str, path: Path) -> tuple[Any, Any]:
@@ -202,7 +263,7 @@ def check_vector(rows: list[tuple[Any, Any]], atom_ids: list[int], bound_fix: in
 
 def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *, out: str | Path | None = None,
                         fmt: str | None = None, max_units: int | None = None, dataset: str | None = None,
-                        outputs=None):
+                        outputs=None, delimiter: str | None = None):
     """Release a plan from a warehouse-computed sketch of `statement` (see the module docstring).
 
     Raises AuditRefusal for an unsafe statement (exit 1), BadInput for a result that does not
@@ -236,7 +297,7 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
         except RequestError as exc:
             refuse_field(exc, audited.options, audited.statement.args["hint"])
         atom_ids = [a.atom_id for a in atoms]
-        mass = check_vector(read_result(result, fmt), atom_ids, request.bound_fix, max_units=max_units)
+        mass = check_vector(read_result(result, fmt, delimiter=delimiter), atom_ids, request.bound_fix, max_units=max_units)
         if request.unit == "user":   # the store's own aux side shaped the dictionary and the scorer
             check_user_level(con, 0)
         bounds = request.bounds

@@ -1,4 +1,5 @@
--- CFPB complaints (JSONL with the CFPB export's columns, snake_cased): one record per
+-- CFPB complaints (the registered view cfpb_export: the CFPB's CSV or JSON export, or the
+-- project's snake_cased JSON Lines, under one set of names, presets.CFPB_COLUMNS): one record per
 -- complaint, the narrative as text, Product / Issue / Sub-issue kept as metadata for the
 -- `metadata` atom builder. No user id exists in CFPB data (record level only).
 -- A complaint without an id (one in the shared sample) keeps its record under a
@@ -13,5 +14,5 @@ SELECT
     company,
     state,
     CAST(date_received AS VARCHAR) AS date_received
-FROM read_json($path, format = 'newline_delimited')
+FROM cfpb_export
 WHERE narrative IS NOT NULL AND TRIM(narrative) <> '';

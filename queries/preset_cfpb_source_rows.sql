@@ -1,2 +1,2 @@
 -- Rows in the raw export, before the preset's rules (cfpb): loaded + rejected.
-SELECT count(*) FROM read_json($path, format = 'newline_delimited');
+SELECT count(*) FROM cfpb_export;

@@ -1,5 +1,6 @@
 -- Yelp reviews joined to their businesses on business_id, restaurants only (a
--- business whose "; "-separated categories contain "Restaurants"). One record per
+-- business whose categories contain "Restaurants": separated by "; " in the 2013 dataset,
+-- by ", " in the current Yelp Open Dataset). One record per
 -- review; user_id is the protected unit at user level.
 WITH reviews AS (
     SELECT * FROM read_json($reviews, format = 'newline_delimited')
@@ -7,7 +8,7 @@ WITH reviews AS (
 restaurants AS (
     SELECT business_id, name, categories
     FROM read_json($businesses, format = 'newline_delimited')
-    WHERE list_contains(string_split(COALESCE(categories, ''), '; '), 'Restaurants')
+    WHERE list_contains(regexp_split_to_array(COALESCE(categories, ''), '\s*[;,]\s*'), 'Restaurants')
 )
 SELECT
     r.review_id AS record_id,

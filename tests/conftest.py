@@ -6,15 +6,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.data import data_root
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data beside the checkout
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the checkout; tests that need it skip with the reason."""
+    """$DPSPIN_DATA, else ../shared/data beside the checkout; tests that need it skip with the reason."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real corpora not available: {SHARED_DATA} is absent (it sits beside the checkout in CI)")
+        pytest.skip(f"real corpora not available: {SHARED_DATA} is absent (set DPSPIN_DATA, or put them at "
+                    "../shared/data beside the checkout: README, \"Datasets\")")
     return SHARED_DATA
 
 

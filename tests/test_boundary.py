@@ -440,6 +440,7 @@ def test_parquet_ids_and_text_must_be_scalar_text(tmp_path, capsys, column, valu
 
 def test_the_load_line_reports_loaded_and_rejected(tmp_path, capsys):
     db = tmp_path / "s.duckdb"
+    assert cli(capsys, "init", "--db", db)[0] == 0   # load never creates a store (issue 23)
     src = _write(tmp_path / "in.csv", 'record_id,text\n1,"a, quoted text"\n2,"say ""hi"""\n')
     rc, out, err = cli(capsys, "load", "--db", db, "--input", src)
     assert rc == 0, err

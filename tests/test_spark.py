@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.core import open_copy
+from tests.helpers.data import data_root
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +24,7 @@ if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
     pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); the Spark tests need it "
                 "(apt-get install openjdk-17-jre-headless; .ci/run installs it)", allow_module_level=True)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/data.py)
 AMAZON = DATA / "amazon_all_beauty_2023" / "reviews.jsonl.gz"
 
 # rows the enforced sketch must neutralise identically on both engines

@@ -15,6 +15,7 @@ import sys
 import warnings
 from typing import Protocol, cast
 
+import duckdb
 import typer
 
 from dpspin_sql import __version__
@@ -22,6 +23,7 @@ from dpspin_sql import store as store_lib
 from dpspin_sql.cli import assign, atoms, card, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
+from dpspin_sql.db import duckdb_error_line, no_space
 from dpspin_sql.errors import BadInput, DpspinError
 from dpspin_sql.request import RequestError
 
@@ -88,10 +90,16 @@ def run(argv: list[str] | None = None) -> int:
     except RecursionError:
         _one_line("error: the input is nested too deeply to process")
         return 2
+    except OSError as exc:   # a file the command reads or writes (unwritable, a directory, a full disk)
+        _one_line(f"error: {os_error_line(exc)}")
+        return 2
     except MemoryError:
         _one_line("error: out of memory")
         return 1
     except Exception as exc:  # click usage errors and unexpected failures
+        if isinstance(exc, duckdb.Error) and (isinstance(exc, _ENGINE_INPUT_ERRORS) or no_space(exc)):
+            _one_line(f"error: {duckdb_error_line(exc)}")   # the engine refused a value: the kind, never the value
+            return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # (typer's) click exception
             ctx = getattr(exc, "ctx", None)
             hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
@@ -109,7 +117,22 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _one_line(message: str) -> None:
+    sys.stdout.flush()   # what the command printed comes first, each line ended, never "…rejectederror: …"
     print(" ".join(str(message).split()), file=sys.stderr)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OS error as one line: what failed on which path."""
+    import errno
+
+    why = "no space left on the device" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else \
+        (exc.strerror or type(exc).__name__)
+    where = exc.filename if exc.filename is not None else None
+    return f"{why}: {where}" if where is not None else why
+
+
+_ENGINE_INPUT_ERRORS = (duckdb.ConversionException, duckdb.ConstraintException, duckdb.IOException,
+                        duckdb.OutOfRangeException, duckdb.InvalidInputException)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -63,14 +64,27 @@ def assign_cmd(db: Path = DB,
 
 @assignments_app.command("load")
 def assignments_load(db: Path = DB,
-                     input: Path = typer.Option(..., "--input", help="CSV/Parquet with record_id, atom_id, weight."),
+                     input: Path = typer.Option(..., "--input",
+                                                help="CSV/JSON Lines/Parquet (or a folder of them) with record_id, "
+                                                     "atom_id, weight."),
                      replace: bool = typer.Option(False, "--replace/--no-replace",
-                                                  help="Replace the assignments already in the store.")) -> None:
-    """Load your own classifier's assignments. Bounds are enforced later by the sketch, not trusted here."""
+                                                  help="Replace the assignments already in the store."),
+                     format: Optional[str] = typer.Option(None, "--format",
+                                                          help="csv|jsonl|parquet (default: from the name)."),
+                     delimiter: Optional[str] = typer.Option(None, "--delimiter",
+                                                             help="CSV field delimiter (default ',').")) -> None:
+    """Load your own classifier's assignments. Bounds are enforced later by the sketch, not trusted here.
+
+    Example: dpspin assignments load --db tickets.duckdb --input scores.parquet
+    """
+    from dpspin_sql.tabular import parse_delimiter
+
+    sep = parse_delimiter(delimiter)
     con = store.connect(db)
-    n_before = store.counts(con)["assignments"]
-    n = store.load_assignments(con, input, replace=replace)
-    if n_before and replace:
-        out.print(f"replaced {n_before} assignment rows with {n} from {input}")
+    report = store.load_assignment_file(con, input, fmt=format, replace=replace, delimiter=sep)
+    if report.replaced:
+        out.print(f"replaced {report.replaced} assignment rows with {report.rows} from {input}", markup=False)
     else:
-        out.print(f"loaded {n} assignment rows")
+        out.print(f"loaded {report.rows} assignment rows", markup=False)
+    for note in report.notes:
+        out.print(note, markup=False)

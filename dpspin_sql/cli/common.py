@@ -43,15 +43,19 @@ SQL_SETTINGS = {"delta": "OPTIONS (delta = …)", "selection_fraction": "OPTIONS
 
 def defaults_line(request, how: dict | None = None) -> str | None:
     """Privacy-relevant defaults the user did not set, said out loud with how to set them
-    (`how`: field → where; the release flags by default, SQL_SETTINGS for a statement)."""
+    (`how`: field → where; the release flags by default, SQL_SETTINGS for a statement);
+    first, any setting given that has no effect (δ for laplace), said as ignored."""
     how = how or FLAGS
+    ignored = [f"{how.get(name, name)} is ignored: {request.mechanism} is pure ε-DP (δ = 0)"
+               for name in getattr(request, "ignored", ()) if name == "delta"]
     said = []
     if "delta" in request.defaulted:
         said.append(f"δ = {request.delta:g} (default; set {how['delta']})")
     if "selection_fraction" in request.defaulted:
         said.append(f"selection fraction {request.selection_fraction:g} of ε for admission "
                     f"(default; set {how['selection_fraction']})")
-    return ("using " + ", ".join(said)) if said else None
+    line = "; ".join(ignored + (["using " + ", ".join(said)] if said else []))
+    return line or None
 
 
 def progress_bar(*, disable: bool = False):

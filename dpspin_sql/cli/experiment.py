@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from dpspin_sql.cli.common import out
-from dpspin_sql.errors import BadInput
+from dpspin_sql.errors import BadInput, DpspinError
 
 app = typer.Typer(help="Grids of runs over the paper's datasets: metrics, grouped reports, plots.",
                   no_args_is_help=True)
@@ -63,6 +63,16 @@ def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experi
               markup=False)
     for run_id, message in res.failures[:10]:
         out.print(f"failed: {run_id}: {message}", markup=False)
+    if res.failed:   # a grid with a failed run is not a success, whatever the tables show
+        more = f" (the first {len(res.failures[:10])} are listed above)" if res.failed > 1 else ""
+        raise RunsFailed(f"error: {res.failed} of {res.total} run(s) failed{more}; each failed run's error is in "
+                         f"{target / 'runs'}/<run>/error.json; rerun to retry them")
+
+
+class RunsFailed(DpspinError):
+    """Some runs of a grid failed: exit 1, with the counts (the report covers the rest)."""
+
+    exit_code = 1
 
 
 @app.command("report")

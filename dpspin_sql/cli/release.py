@@ -52,7 +52,10 @@ def release(db: Path = DB,
                      "ledger as warehouse:DIALECT)."),
             result_format: Optional[str] = typer.Option(
                 None, "--format", rich_help_panel="Two-phase warehouse release",
-                help="csv | json | jsonl (default: from the file name)."),
+                help="csv | json | jsonl | parquet (default: from the file name)."),
+            delimiter: Optional[str] = typer.Option(
+                None, "--delimiter", rich_help_panel="Sources and engine",
+                help="CSV field delimiter of --from-sketch, --assignments and --records (default ',')."),
             max_units: Optional[int] = typer.Option(
                 None, "--max-units", rich_help_panel="Two-phase warehouse release",
                 help="Public upper bound on the protected units (records or users) in the warehouse: the "
@@ -87,6 +90,7 @@ def release(db: Path = DB,
     dpspin release --from-sketch RESULT.csv --statement QUERY.sql --dialect bigquery --db STORE --out PLAN.json
     """
     from dpspin_sql.outputs import Outputs
+    from dpspin_sql.tabular import parse_delimiter
 
     flags = {"--mechanism": mechanism, "--epsilon": epsilon, "--delta": delta, "--unit": unit,
              "--adjacency": adjacency, "-B": B, "-K": K, "-L": L, "--selection-fraction": selection_fraction,
@@ -101,6 +105,8 @@ def release(db: Path = DB,
         raise BadInput(f"{name} is for a sketch computed here; with --from-sketch the warehouse computed it")
     if records is not None and assignments is None:
         raise BadInput("--records goes with --assignments (a release straight from files)")
+    if delimiter is not None and from_sketch is None and assignments is None:
+        raise BadInput("--delimiter is for the files a release reads (--from-sketch, --assignments, --records)")
     if from_sketch is not None:
         given = [name for name, value in flags.items() if value is not None]
         if given:
@@ -115,7 +121,8 @@ def release(db: Path = DB,
         con = store.connect(db)
         outputs = Outputs(inputs=[from_sketch, statement], store=db, force=force)
         plan = release_from_sketch(con, text, from_sketch, dialect, out=out_path, fmt=result_format,
-                                   max_units=max_units, dataset=dataset, outputs=outputs)
+                                   max_units=max_units, dataset=dataset, outputs=outputs,
+                                   delimiter=parse_delimiter(delimiter))
         _report(con, plan, None, out_path, dataset, quiet)
         return
     stray = [name for name, value in two_phase.items() if value is not None]
@@ -146,7 +153,7 @@ def release(db: Path = DB,
         if assignments is not None:
             from dpspin_sql.source import files
 
-            source = files(con, assignments, records)
+            source = files(con, assignments, records, delimiter=parse_delimiter(delimiter))
         engine = DuckDBEngine(source=source, settings=settings)
         plan = run_release(con, request, engine, out=out_path, outputs=outputs, dataset=dataset)
     _report(con, plan, request, out_path, dataset, quiet)

@@ -9,6 +9,7 @@ import typer
 
 from dpspin_sql import ledger, store
 from dpspin_sql.cli.common import DB, out
+from dpspin_sql.errors import BadInput
 
 app = typer.Typer()
 
@@ -18,7 +19,12 @@ def init(db: Path = DB,
          epsilon_budget: float = typer.Option(ledger.DEFAULT_EPSILON_BUDGET, help="Total ε the data owner allows."),
          delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
          dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="The store's budget name. A store holds one protected dataset (its target split), so it has one budget.")) -> None:
-    """Create a store (or change its total budget, never below what is spent)."""
+    """Create a store (or change its total budget, never below what is spent).
+
+    A new path, or an empty DuckDB database, becomes a store; a DuckDB database that holds
+    anything else is refused and left as it was (use dpspin_sql.install for your own
+    database). Example: dpspin init --db tickets.duckdb --epsilon-budget 2 --delta-budget 1e-5
+    """
     with store.opened(db) as con:
         ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
         st = ledger.status(con, dataset)
@@ -28,8 +34,12 @@ def init(db: Path = DB,
 
 @app.command(rich_help_panel="Store")
 def load(db: Path = DB,
-         input: Path = typer.Option(..., "--input", help="CSV, JSONL or Parquet file (gzip is fine)."),
+         input: Path = typer.Option(..., "--input", help="CSV, JSON Lines or Parquet file, or a folder of them "
+                                                         "(Spark's output; gzip is fine)."),
          format: Optional[str] = typer.Option(None, "--format", help="csv|jsonl|parquet (default: from the name)."),
+         delimiter: Optional[str] = typer.Option(None, "--delimiter",
+                                                 help="CSV field delimiter (default ',', tab for .tsv; Excel in many "
+                                                      "locales writes ';')."),
          preset: Optional[str] = typer.Option(None, "--preset", help="cfpb|amazon|yelp: the paper's corpora."),
          id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with the record id."),
          user_col: Optional[str] = typer.Option(None, "--user-col", help="Column with the user id (user level)."),
@@ -37,19 +47,29 @@ def load(db: Path = DB,
          split: str = typer.Option("target", "--split", help="aux (public/auxiliary) or target (protected)."),
          businesses: Optional[Path] = typer.Option(None, "--businesses", help="Yelp businesses file (preset yelp).")
          ) -> None:
-    """Load records with DuckDB's readers; other columns become metadata. All or nothing."""
-    with store.opened(db) as con:
-        if preset:
-            from dpspin_sql import presets
+    """Load records with DuckDB's readers; other columns become metadata. All or nothing.
 
-            opts = {"businesses": businesses} if businesses else {}
-            report = presets.load_preset(con, preset, input, split=split, **opts)
-        else:
-            report = store.load_records(con, input, fmt=format, id_col=id_col, user_col=user_col,
-                                        text_col=text_col, split=split)
-        ledger.ensure_budget(con)
+    Into a store made by dpspin init. Example:
+    dpspin load --db tickets.duckdb --input tickets.csv --id-col id --user-col author --text-col body
+    """
+    from dpspin_sql.tabular import parse_delimiter
+
+    sep = parse_delimiter(delimiter)
+    con = store.connect(db)
+    if preset:
+        from dpspin_sql import presets
+
+        if sep is not None:
+            raise BadInput("--delimiter is for your own CSV files; a preset reads its corpus's own export")
+        opts = {"businesses": businesses} if businesses else {}
+        report = presets.load_preset(con, preset, input, split=split, **opts)
+    else:
+        report = store.load_records(con, input, fmt=format, id_col=id_col, user_col=user_col,
+                                    text_col=text_col, split=split, delimiter=sep)
     out.print(f"loaded {report.loaded} records into the {split} split of {db}; {report.rejected} rejected"
-              + (f" ({report.why_rejected})" if report.rejected else ""))
+              + (f" ({report.why_rejected})" if report.rejected else ""), markup=False)
+    for note in report.notes:
+        out.print(note, markup=False)
 
 
 @app.command("split", rich_help_panel="Store")

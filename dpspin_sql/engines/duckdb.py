@@ -78,7 +78,10 @@ def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
     try:
         n_rows = only_row(con.execute(f"SELECT count(*) FROM {rows} AS a"))[0]
         if n_rows == 0:
-            raise BadInput("the assignments file has no rows")
+            raise BadInput(f"the assignments file {source.assignments.path} has no rows")
+        if source.records is not None and not con.execute(
+                f"SELECT 1 FROM {source.records.relation().sql('duckdb')} AS r LIMIT 1").fetchall():
+            raise BadInput(f"the records file {source.records.path} has no rows")
         if unit != "user":
             return
         relation = users.relation().sql("duckdb")
@@ -99,5 +102,7 @@ def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
             if shared:
                 raise BadInput(f"{shared} user(s) of the source have auxiliary records in the store; a user-level "
                                "release needs users disjoint from those that shaped the dictionary")
-    except duckdb.Error:
-        raise BadInput("cannot read the source files") from None
+    except duckdb.Error as exc:
+        from dpspin_sql.db import duckdb_error_line
+
+        raise BadInput(f"cannot read the source files: {duckdb_error_line(exc)}") from None

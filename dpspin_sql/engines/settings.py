@@ -58,7 +58,12 @@ class EngineSettings:
         given = {k: v for k, v in overrides.items() if v is not None}
         if "memory_limit" in given:
             given["memory_limit"] = check_memory_limit(given["memory_limit"])
-        return cls(**(env | given))
+        chosen = env | given
+        spill = chosen.get("temp_directory")
+        if spill and os.path.exists(spill) and not os.path.isdir(spill):   # DuckDB creates a missing one
+            what = "--temp-directory" if "temp_directory" in given else "DPSPIN_TEMP_DIRECTORY"
+            raise BadInput(f"{what} {spill} is a file; DuckDB spills into a directory")
+        return cls(**chosen)
 
     def details(self) -> dict:
         """What the ledger records (public, and only what was set)."""

@@ -9,8 +9,9 @@ import pyarrow as pa
 import pytest
 
 from dpspin_sql import store
+from tests.helpers.data import data_root
 
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/data.py)
 
 
 def shared(*parts: str) -> Path:

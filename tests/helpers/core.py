@@ -22,9 +22,10 @@ import duckdb
 from dpspin_sql import atoms as atoms_mod
 from dpspin_sql import queries, store
 from dpspin_sql.sketch import SCALE, SCALE_BITS
+from tests.helpers.data import data_root
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/data.py)
 
 
 # --------------------------------------------------------------------------- stores
