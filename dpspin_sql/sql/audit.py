@@ -67,6 +67,9 @@ class Audited:
     statement: exp.Select
     source: SketchSource = field(default=STORE)  # the store's tables, or the user's own (sql/own.py)
     filter_types: tuple[tuple[str, str], ...] | None = None   # the filters' column types (own relations)
+    # what one base record is: {protected base relation: its record id column} (sql/rowwise.py);
+    # empty for the store's tables, whose record is the records table's row
+    record_key: dict[str, str] = field(default_factory=dict)
 
     @property
     def unit(self) -> str:
@@ -77,13 +80,15 @@ class Audited:
         return SketchFilters(self.records_filter, self.assignments_filter, self.filter_types)
 
 
-def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None,
+                    public=()) -> Audited:
     """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement.
 
     With `con` (the connection the release runs on), a statement may read the user's own
     tables, views and files (sql/own.py); the audit then reads their names and column types
-    from the catalog, never their rows. `user_catalog` is the catalog unqualified names
-    are looked up in (default: `con`'s own)."""
+    from the catalog, never their rows (except those of the tables in `public`, which the
+    curator declares public: a lookup table, a dictionary). `user_catalog` is the catalog
+    unqualified names are looked up in (default: `con`'s own)."""
     from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
 
     try:
@@ -91,24 +96,30 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
     except MoreThanOneStatement as many:
         refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
                many.statements[1])
-    return audit(statement, con, user_catalog=user_catalog, files_root=files_root)
+    return audit(statement, con, user_catalog=user_catalog, files_root=files_root, public=public)
 
 
-def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None,
+          public=()) -> Audited:
     try:
-        return _audit(statement, con, user_catalog, files_root)
+        return _audit(statement, con, user_catalog, files_root, public)
     except RecursionError:  # parse() bounds the depth; this is the last line of defence
         raise BadInput("the SQL statement is nested too deeply to audit") from None
 
 
-def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None) -> Audited:
-    select = _check_root(statement)
+def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None, public=()) -> Audited:
+    select = _check_root(statement, with_allowed=con is not None)
     if con is not None:
         from dpspin_sql.sql import own
+        from dpspin_sql.sql.resolve import check_macros, reads_own_relations
 
-        if own.reads_own_relations(select):
+        check_macros(con)
+        if reads_own_relations(select):
             return Audited(**own.audit_own(select, con, user_catalog, files_root, _check_where_nodes,
-                                           _refuse_projection))
+                                           _refuse_projection, public))
+        if select.args.get("with_"):
+            refuse("WITH (a common table expression) is not allowed in a DP statement over the store's tables",
+                   select.args["with_"])
     scope = _Scope(select)
     _check_projections(select, scope)
     _check_group(select, scope)
@@ -124,7 +135,7 @@ def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None) ->
 
 # -- statement and clauses ---------------------------------------------------------------
 
-def _check_root(statement: exp.Expr) -> exp.Select:
+def _check_root(statement: exp.Expr, with_allowed: bool = False) -> exp.Select:
     if isinstance(statement, exp.SetOperation):
         refuse(f"{statement.key.upper()}: a DP statement is one SELECT; a set operation could append "
                "rows the plan does not account for", statement.expression)
@@ -139,7 +150,7 @@ def _check_root(statement: exp.Expr) -> exp.Select:
             refuse("query hints are not allowed", hint)
         refuse("the statement has no WITH DIFFERENTIAL_PRIVACY OPTIONS (...) clause after SELECT", statement)
     for key, value in statement.args.items():
-        if key in _ALLOWED_SELECT_ARGS or not value:
+        if key in _ALLOWED_SELECT_ARGS or not value or (key == "with_" and with_allowed):
             continue
         clause = _CLAUSE_NAMES.get(key, key.upper())
         if key in _EXPOSING:
