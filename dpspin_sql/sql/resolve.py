@@ -339,7 +339,10 @@ class Resolver:
                    "readers allowed are read_parquet('path') and read_csv('path')", item)
         elif isinstance(item, (exp.Subquery, exp.Select)):
             sub = item if isinstance(item, exp.Subquery) else exp.Subquery(this=item)
-            derived = self.expander.relation(sub, self.ctx.under(f"the subquery in {where}"))
+            for key, value in sub.args.items():
+                if key not in ("this", "alias") and value:
+                    refuse(f"{key.upper()} on the subquery in {where} is not allowed", item)
+            derived = self.expander.query(sub.this, self.ctx.under(f"the subquery in {where}"))
             rel = self._derived(item, derived, "subquery", f"the subquery in {where}")
         else:
             refuse(f"{where} reads something other than a table, a view, a file or a subquery", item)

@@ -40,11 +40,13 @@ scan the same tables (sql/binder.py).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from sqlglot import exp
 
+from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sql import totality as t
 from dpspin_sql.sql.errors import refuse, snippet
 
@@ -175,6 +177,23 @@ class Expander:
 
     def _construct(self, ctx: Context, what: str, node: exp.Expr) -> NoReturn:
         self.refuse(ctx, f"{what} {_WHY}; {_RULE}", node)
+
+    @staticmethod
+    @contextmanager
+    def labelled(ctx: Context, names: dict[str, str], node: exp.Expr):
+        """A refusal of the type checker, said of the relation it is in: its name first, the
+        emitted column names (s0."x") as the query wrote them, the view's own position dropped."""
+        try:
+            yield
+        except AuditRefusal as refusal:
+            text = str(refusal).removeprefix("SQL audit refused: ")
+            for emitted, alias in names.items():
+                text = text.replace(f'"{emitted}".', f"{alias}.")
+            if not ctx.statement:
+                reason, _, where = text.partition(" [at")
+                text = f"{reason} ({where.split(': ', 1)[-1].rstrip(']')})" if where else reason
+                raise AuditRefusal(f"SQL audit refused: {ctx.label}: {text}") from None
+            raise AuditRefusal(f"SQL audit refused: {ctx.label}: {text}") from None
 
     # -- relations ----------------------------------------------------------------------------------
     def relation(self, item: exp.Expr, ctx: Context) -> Derived:
@@ -436,9 +455,10 @@ class Expander:
         """The constructs that read other rows, named before the type checker sees them."""
         for sub in node.walk():
             if isinstance(sub, (exp.Subquery, exp.Select, exp.Exists)) or (
-                    isinstance(sub, exp.In) and sub.args.get("query") is not None):
+                    isinstance(sub, (exp.In, exp.Any, exp.All)) and (sub.args.get("query") is not None
+                                                                     or sub.find(exp.Subquery, exp.Select))):
                 kind = "an EXISTS subquery" if isinstance(sub, exp.Exists) else \
-                    "an IN subquery" if isinstance(sub, exp.In) else "a scalar subquery"
+                    "an IN/ANY subquery" if isinstance(sub, (exp.In, exp.Any, exp.All)) else "a scalar subquery"
                 self._construct(ctx, kind, sub)
         for sub in node.walk():
             if isinstance(sub, exp.Window):
@@ -505,27 +525,22 @@ class _Scope:
         self.key_terms: list[tuple[tuple[int, int], tuple[int, int]]] = []   # exact equalities of ids
 
     # -- sources ------------------------------------------------------------------------------------
-    def add(self, item: exp.Expr, join: exp.Join | None, *, grouped: bool = False) -> None:
+    def add(self, item: exp.Expr, join: exp.Join | None, *, nested: bool = False) -> None:
+        """Add a FROM/JOIN item. A parenthesised join, (a JOIN b ON ...) — how DuckDB stores every
+        join of a view — is flattened: in FROM position its joins simply continue the chain; on
+        the right of a join (`nested`) only inner joins may be flattened."""
         ctx = self.ctx
-        if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Table) and item.this.args.get("joins") \
-                and not item.args.get("alias"):
-            inner = item.this                   # a parenthesised join: (a JOIN b ON ...)
-            first = inner.copy()
-            first.set("joins", None)
+        group = item.this if isinstance(item, exp.Subquery) and not item.args.get("alias") else item
+        if isinstance(group, exp.Table) and group.args.get("joins"):
+            inner_nested = nested or join is not None
             if join is not None and (join.args.get("side") or join.args.get("using")):
                 self.x.refuse(ctx, "a LEFT join or USING onto a parenthesised join is not supported; write the "
                                    "joins one after the other", join)
-            self.add(first, join, grouped=True)
-            for sub in inner.args["joins"]:
-                self.add(sub.this, sub, grouped=True)
-            return
-        if isinstance(item, exp.Table) and item.args.get("joins"):
-            joins = item.args["joins"]
-            first = item.copy()
+            first = group.copy()
             first.set("joins", None)
-            self.add(first, join, grouped=True)
-            for sub in joins:
-                self.add(sub.this, sub, grouped=True)
+            self.add(first, join, nested=inner_nested)
+            for sub in group.args["joins"]:
+                self.add(sub.this, sub, nested=inner_nested)
             return
         derived = self.x.relation(item, ctx)
         alias = (item.alias_or_name if isinstance(item, (exp.Table, exp.Subquery)) else "") or f"_{len(self.sources)}"
@@ -533,10 +548,10 @@ class _Scope:
             self.x.refuse(ctx, f"the name {alias!r} names two relations", item)
         src = _Source(alias.lower(), f"s{len(self.sources)}", derived, join)
         if join is not None:
-            self._join(src, join, grouped)
+            self._join(src, join, nested)
         self.sources.append(src)
 
-    def _join(self, src: _Source, join: exp.Join, grouped: bool) -> None:
+    def _join(self, src: _Source, join: exp.Join, nested: bool) -> None:
         ctx = self.ctx
         side, kind, method = join.args.get("side"), join.args.get("kind"), join.args.get("method")
         what = " ".join(str(v).upper() for v in (method, side, kind) if v)
@@ -546,7 +561,7 @@ class _Scope:
         for key, value in join.args.items():
             if key not in ("this", "on", "using", "side", "kind", "method") and value:
                 self.x.refuse(ctx, f"a join with {key} is not allowed", join)
-        if side == "LEFT" and grouped:
+        if side == "LEFT" and nested:
             self.x.refuse(ctx, "a LEFT join inside a parenthesised join is not supported", join)
         src.side = "LEFT" if side == "LEFT" else None
         if kind == "CROSS" and (join.args.get("on") or join.args.get("using")):
@@ -592,13 +607,15 @@ class _Scope:
 
     def canonical(self, node: exp.Expr) -> exp.Expr:
         """`node` with every column as s<i>."name" (the emitted names)."""
-        node = node.copy()
-        for column in list(node.find_all(exp.Column)):
+        def fix(column: exp.Expr) -> exp.Expr:
+            if not isinstance(column, exp.Column):
+                return column
             if isinstance(column.this, exp.Star):
                 self.x.refuse(self.ctx, "a * inside an expression", column)
             i, j = self.resolve(column)
-            column.replace(_q(self.sources[i].derived.columns[j], self.sources[i].emitted))
-        return node
+            return _q(self.sources[i].derived.columns[j], self.sources[i].emitted)
+
+        return node.copy().transform(fix)
 
     def _at(self, column: exp.Column) -> tuple[int, int]:
         i = int(column.table[1:])
@@ -659,10 +676,11 @@ class _Scope:
         types = {(s.emitted, c.lower()): s.derived.kinds[j] for s in self.sources
                  for j, c in enumerate(s.derived.columns)}
         names = {c.lower(): k for (_, c), k in types.items()}
+        aliases = {s.emitted: s.alias for s in self.sources}
 
         def checker() -> t.Checker:
             return t.Checker(lambda col: (col.table, col.name.lower()), types=types, values=True,
-                           context=ctx.label, grammar="a row-wise relation")
+                             context="a row-wise relation", grammar="a row-wise relation")
 
         def total(node: exp.Expr) -> exp.Expr:
             return t.total_form(node, "duckdb", names, column_kind=self.kind, needs_double=self.needs_double)
@@ -679,11 +697,12 @@ class _Scope:
                     if ka == "text":   # compared binary, whatever collation the column or the connection has
                         return exp.EQ(this=_binary(a), expression=_binary(b))
                     return canon
-            t.check_size(canon)
-            c = checker()
-            c.context = f"{ctx.label} ({where})"
-            c.predicate(canon)
-            t.verify_on_constants(canon, names)
+            with self.x.labelled(ctx, aliases, node):
+                t.check_size(canon)
+                c = checker()
+                c.context = where
+                c.predicate(canon)
+                t.verify_on_constants(canon, names)
             return total(canon)
 
         emitted_terms: list[list[exp.Expr]] = []
@@ -710,9 +729,10 @@ class _Scope:
                 physical.append(d.physical[j])
                 value: exp.Expr = node
             else:
-                t.check_size(node)
-                kinds.append(checker().type(node))
-                t.verify_on_constants(node, names)
+                with self.x.labelled(ctx, aliases, node):
+                    t.check_size(node)
+                    kinds.append(checker().type(node))
+                    t.verify_on_constants(node, names)
                 physical.append(None)
                 value = total(node)
             columns.append(name)
