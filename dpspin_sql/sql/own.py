@@ -389,6 +389,7 @@ class OwnEngine:
 
     def __init__(self, filters, *, source: SketchSource, settings=None):
         self.filters, self.source, self.settings = filters, source, settings
+        self._sql: dict = {}    # bounds -> the generated query (the same statement on several databases)
 
     def sketch(self, con, bounds):
         from dpspin_sql import queries
@@ -404,8 +405,10 @@ class OwnEngine:
             if aux_without_user:
                 raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
                                "release cannot tell whether their authors are among the protected users")
-        sql = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False,
-                         source=binary_ids(self.source))
+        if bounds not in self._sql:
+            self._sql[bounds] = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False,
+                                           source=binary_ids(self.source))
+        sql = self._sql[bounds]
         rows = execute_sketch(con, sql, bounds.params(), self.settings,
                               "the sketch query failed on your tables or files")
         return assemble(TargetFacts(atom_ids, None, None), rows, bounds)

@@ -397,21 +397,20 @@ class Expander:
 
     def _qualified(self, tree: exp.Expr, ctx: Context) -> exp.Expr:
         """`tree` with every table name fully qualified as the audit resolved it (views of the
-        user's by their qualified name; CTEs of an enclosing query inlined)."""
+        user's by their qualified name); CTEs of an enclosing query it reads are prepended."""
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        outer: dict[str, exp.Expr] = {}
         for table in list(tree.find_all(exp.Table)):
             if not isinstance(table.this, exp.Identifier):
                 continue
             name = table.name.lower()
-            alias = table.args.get("alias")
-            keep = alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(table.name))
             if not table.args.get("db") and not table.args.get("catalog") and (name in ctes or name in ctx.ctes):
-                if name in ctx.ctes and name not in ctes:
+                if name in ctx.ctes and name not in ctes and name not in outer:
                     sub, sub_ctx, names = ctx.ctes[name]
                     derived = self._public_relation(sub, sub_ctx)
                     if names:
                         derived = derived.renamed(names + derived.columns[len(names):])
-                    table.replace(exp.Subquery(this=derived.as_query(), alias=keep))
+                    outer[name] = derived.as_query()
                 continue
             found = self.cat.lookup(table, ctx)
             if found is None:
@@ -420,9 +419,17 @@ class Expander:
                 self._collect_view_tables(found)
             else:
                 self.tables.add(found.key)
-            qualified = found.table()
-            qualified.set("alias", keep)
-            table.replace(qualified)
+            if table.args.get("alias") is None:
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+            qualified = found.table()   # in place: the table keeps its joins, sample, ... (in a DuckDB-stored
+            for key in ("this", "db", "catalog"):   # view a table holds the joins of its parenthesised join)
+                table.set(key, qualified.args[key])
+        if outer:
+            if not isinstance(tree, exp.Query):
+                tree = exp.select("*").from_(exp.Subquery(this=tree))
+            with_ = tree.args.get("with_")
+            defined = [exp.CTE(this=q, alias=exp.TableAlias(this=exp.to_identifier(n))) for n, q in outer.items()]
+            tree.set("with_", exp.With(expressions=defined + (list(with_.expressions) if with_ is not None else [])))
         return tree
 
     def _collect_view_tables(self, found) -> None:
