@@ -50,9 +50,8 @@ from sqlglot import exp
 
 from dpspin_sql.errors import AuditRefusal, BadInput
 from dpspin_sql.source import Relation, SketchSource
-from dpspin_sql.sql.dialect import DpspinMass
 from dpspin_sql.sql.errors import refuse
-from dpspin_sql.sql.resolve import ASSIGNMENTS, RECORDS, Catalog, Rel, Resolver, Scope
+from dpspin_sql.sql.resolve import ASSIGNMENTS, RECORDS, Catalog, Rel, Scope
 from dpspin_sql.sql.rowwise import kind_of
 from dpspin_sql.sql.totality import BOOL, DATE, DOUBLE, JSON, TEXT, check_predicate
 
@@ -89,65 +88,16 @@ def _join_keys(join: exp.Join, scope: Scope) -> tuple[tuple[Rel, str], tuple[Rel
 
 # -- the audit over own relations -------------------------------------------------------------------
 
-def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, check_where_nodes,
-              refuse_projection, public=()) -> dict:
-    """Audit a statement that reads the user's own relations (sql/audit.py calls this once the
-    statement's root is checked, with its WHERE and projection refusals); returns the fields
-    of its `Audited`, the SketchSource included."""
-    from dpspin_sql.sql.options import read_options, to_request
+def audit_own(select: exp.Select, scope: Scope, join: exp.Join | None, atom: tuple[Rel, str],
+              weight: tuple[Rel, str], options, cat: Catalog, check_where_nodes) -> dict:
+    """The part of the audit (sql/audit.py) that only a statement over the user's own relations
+    has: the join key, the unit, the role columns' types, what one base record is, the filters
+    under private names and the sketch source. Returns the fields of its `Audited`."""
+    from dpspin_sql.sql.options import to_request
 
-    cat = Catalog(con, user_catalog, files_root, public)
-    resolver = Resolver(cat, select)
-    rels = [resolver.relation(select.args["from_"].this, "FROM")]
-    joins = select.args.get("joins") or []
-    if len(joins) > 1:
-        refuse("more than one JOIN; a DP statement joins one records-like relation at most once", joins[1])
-    using = None
-    if joins:
-        rels.append(resolver.relation(joins[0].this, "JOIN"))
-        u = joins[0].args.get("using") or []
-        using = u[0].name.lower() if len(u) == 1 and isinstance(u[0], (exp.Identifier, exp.Column)) else None
-    scope = Scope(rels, using)
-    keys = _join_keys(joins[0], scope) if joins else None
-
-    # GROUP BY: the atom column
-    group = select.args.get("group")
-    if group is None:
-        refuse("GROUP BY <atom column> is required", select)
-    for key, value in group.args.items():
-        if key != "expressions" and value:
-            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY the atom column only", group)
-    if len(group.expressions) != 1 or not isinstance(group.expressions[0], exp.Column):
-        refuse("GROUP BY must be one column, the atom; grouping by anything else releases other groups", group)
-    atom = scope.resolve(group.expressions[0], "GROUP BY")
-
-    # projection: the atom column and DPSPIN_MASS(weight column)
-    n_atom = n_mass = 0
-    weight = None
-    for item in select.expressions:
-        node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(item, exp.Alias) and not isinstance(item.args.get("alias"), exp.Identifier):
-            refuse("a projection alias must be a plain name", item)
-        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
-            refuse("SELECT * would expose rows; project the atom column and DPSPIN_MASS(weight)", item)
-        if isinstance(node, exp.Column):
-            if scope.resolve(node, "the projection") != atom:
-                refuse(f"column {node.sql()} would reach the output; the output is the released plan only "
-                       "(the GROUP BY atom column and DPSPIN_MASS of a weight)", item)
-            n_atom += 1
-            continue
-        if isinstance(node, DpspinMass):
-            arg = node.this
-            if set(k for k, v in node.args.items() if v) != {"this"} or not isinstance(arg, exp.Column):
-                refuse("DPSPIN_MASS takes one weight column only", node)
-            weight = scope.resolve(arg, "DPSPIN_MASS")
-            n_mass += 1
-            continue
-        refuse_projection(item, node)
-    if n_atom != 1 or n_mass != 1:
-        refuse("the projection must be exactly the atom column (the GROUP BY column) and DPSPIN_MASS(weight)",
-               select.expressions[0] if select.expressions else select)
-    assert weight is not None   # n_mass == 1: the DPSPIN_MASS item set it
+    rels = scope.rels
+    keys = _join_keys(join, scope) if join is not None else None
+    group = select.args["group"]
     A = atom[0]
     if weight[0] is not A:
         refuse("DPSPIN_MASS's weight and the atom must be columns of the same relation (the assignments-like "
@@ -156,7 +106,6 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, che
     if R is not None:
         R.letter = "r"
         scope.prefer = R
-    options = read_options(select.args["hint"])
     unit, rid_a, rid_r, user = _keys_and_unit(options, scope, A, R, keys)
 
     # types of the role columns
