@@ -118,6 +118,17 @@ class Catalog:
             "AND lower(view_name) = lower($n)", {"c": catalog, "s": schema, "n": name}).fetchall()
         return Found(*rows[0]) if rows else None
 
+    def two_parts(self, schema: str | None) -> tuple[str, str]:
+        """(catalog, schema) of a statement's `x.name`, as DuckDB reads it: the schema x of the
+        user's catalog, else the catalog x (its schema main)."""
+        if schema is None:
+            return self.user, "main"
+        if self.con is not None and not self.con.execute(
+                "SELECT 1 FROM duckdb_schemas() WHERE lower(database_name) = lower(?) AND lower(schema_name) = lower(?)",
+                [self.user, schema]).fetchall() and self._catalog_exists(schema):
+            return schema, "main"
+        return self.user, schema
+
     def _catalog_exists(self, name: str) -> bool:
         return bool(self.con.execute("SELECT 1 FROM duckdb_databases() WHERE lower(database_name) = lower(?)",
                                      [name]).fetchall())
@@ -134,7 +145,8 @@ class Catalog:
         if catalog is not None:
             return self.find(catalog, schema or "main", name)
         if ctx.statement or ctx.catalog is None:
-            return self.find(self.user, schema or "main", name)
+            catalog, schema = self.two_parts(schema)
+            return self.find(catalog, schema, name)
         if schema is not None:   # two parts: a schema of the view's catalog, else a catalog
             found = self.find(str(ctx.catalog), schema, name)
             if found is None and self._catalog_exists(schema):
@@ -362,6 +374,10 @@ class Resolver:
         name = item.name
         schema = item.args["db"].name if item.args.get("db") else None
         catalog = item.args["catalog"].name if item.args.get("catalog") else None
+        if catalog is None and schema is not None:
+            two = cat.two_parts(schema)
+            if two[0] != cat.user:
+                catalog, schema = two
         if catalog is None and schema is None and name.lower() in self.ctx.ctes:
             derived = self.expander.relation(item.copy(), self.ctx)
             return self._derived(item, derived, name, f"the CTE {name}")
