@@ -391,3 +391,52 @@ def test_ids_are_compared_binary_whatever_the_collation(tmp_path):
     con.close()
     assert int(np.abs(base - after).sum()) <= 2 ** 24
     assert list(after) == [0, 2 ** 24, 0]    # 'a' is still its own record, whole
+
+
+def test_the_sql_doc_views_example(tmp_path, capsys, monkeypatch):
+    """docs/SQL.md's view example: `scored` runs through `dpspin sql --public themes` (and the
+    ledger row says what one record was), `normalised` is refused naming it and the window."""
+    import re
+    from pathlib import Path
+
+    from dpspin_sql import ledger
+    from tests.helpers.core import assert_one_line_error, cli
+
+    monkeypatch.chdir(tmp_path)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "SQL.md").read_text(encoding="utf-8")
+    section = doc.split("## Views, CTEs and subqueries", 1)[1].split("\n## ", 1)[0]
+    (views,) = re.findall(r"```sql\n(.*?)```", section, flags=re.S)
+    path = tmp_path / "store.duckdb"
+    con = dpspin_sql.store.connect(path, create=True)
+    ledger.set_budget(con, 5.0, 1e-5)
+    install_atoms(con, range(3), ["refund", "crash", "fee"])
+    con.execute("""
+        CREATE TABLE reviews AS SELECT i AS review_id, 'a' || (i % 7) AS author,
+               CASE WHEN i % 2 = 0 THEN 'en' ELSE 'de' END AS lang FROM range(40) t(i);
+        CREATE TABLE theme_scores AS SELECT i % 40 AS review_id, ['refund', 'crash', 'fee'][1 + i % 3] AS theme,
+               0.5 AS score FROM range(100) t(i);
+        CREATE TABLE themes AS SELECT * FROM (VALUES ('refund', 'refund', 1.0), ('crash', 'crash', 0.5),
+               ('fee', 'fee', 2.0)) v(theme, label, factor);
+    """)
+    for statement in re.sub(r"--[^\n]*", "", views).split(";"):
+        if statement.strip():
+            con.execute(statement)
+    con.close()
+    stmt = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, mechanism = 'laplace', top = 2, "
+            "privacy_unit_column = author, contribution_bound = 1) theme, DPSPIN_MASS(score) "
+            "FROM {} JOIN main.reviews USING (review_id) GROUP BY theme")
+    rc, out, err = cli(capsys, "sql", "--db", path, stmt.format("scored"), "--out", tmp_path / "p.json")
+    assert_one_line_error(rc, out, err, 1)
+    assert "themes (as p) is not joined to it" in err            # the lookup is protected until declared
+    rc, _, err = cli(capsys, "sql", "--db", path, stmt.format("scored"), "--public", "themes", "--out",
+                     tmp_path / "p.json", "-q")
+    assert rc == 0, err
+    rc, out, err = cli(capsys, "sql", "--db", path, stmt.format("normalised"), "--public", "themes", "--out",
+                       tmp_path / "q.json")
+    assert_one_line_error(rc, out, err, 1)
+    assert "view store.main.normalised: a window function reads other rows" in err
+    con = dpspin_sql.store.connect(path)
+    (row,) = ledger.status(con).releases
+    con.close()
+    assert row["params"]["record_key"] == "store.main.reviews.review_id, store.main.theme_scores.review_id"
+    assert row["params"]["public_tables"] == "store.main.themes"

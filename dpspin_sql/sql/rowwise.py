@@ -490,6 +490,16 @@ class Expander:
                        public=False, keys=[{} for _ in names], why=[None] * len(names), label=ctx.label, bases=bases)
 
 
+def _is_group(item: exp.Expr) -> bool:
+    """A parenthesised join — (a JOIN b ON …), how DuckDB stores a view's joins: a table holding
+    joins, or an unaliased parenthesis around one (which may hold further joins itself)."""
+    if isinstance(item, exp.Table):
+        return bool(item.args.get("joins"))
+    if isinstance(item, exp.Subquery) and not item.args.get("alias"):
+        return bool(item.args.get("joins")) or _is_group(item.this)
+    return False
+
+
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     while isinstance(node, exp.Paren):
         node = node.this
@@ -537,16 +547,17 @@ class _Scope:
         join of a view — is flattened: in FROM position its joins simply continue the chain; on
         the right of a join (`nested`) only inner joins may be flattened."""
         ctx = self.ctx
-        group = item.this if isinstance(item, exp.Subquery) and not item.args.get("alias") else item
-        if isinstance(group, exp.Table) and group.args.get("joins"):
+        if _is_group(item):
             inner_nested = nested or join is not None
             if join is not None and (join.args.get("side") or join.args.get("using")):
                 self.x.refuse(ctx, "a LEFT join or USING onto a parenthesised join is not supported; write the "
                                    "joins one after the other", join)
-            first = group.copy()
+            first = item.copy()
             first.set("joins", None)
+            if isinstance(first, exp.Subquery):
+                first = first.this
             self.add(first, join, nested=inner_nested)
-            for sub in group.args["joins"]:
+            for sub in item.args.get("joins") or []:
                 self.add(sub.this, sub, nested=inner_nested)
             return
         derived = self.x.relation(item, ctx)
@@ -749,16 +760,17 @@ class _Scope:
             keys.append(k)
             why.append(w)
 
+        # an inner join's condition is a filter of everything joined: it goes to WHERE (the same rows,
+        # whatever the order of the joins was); a LEFT join keeps its own condition
         sel = exp.select(*select_items).from_(self.sources[0].derived.from_item(self.sources[0].emitted))
         for s, terms in zip(self.sources[1:], emitted_terms[1:]):
-            cond: exp.Expr | None = exp.and_(*terms) if terms else None
             if s.side == "LEFT":
-                sel = sel.join(s.derived.from_item(s.emitted), on=cond if cond is not None else exp.true(),
+                sel = sel.join(s.derived.from_item(s.emitted), on=exp.and_(*terms) if terms else exp.true(),
                                join_type="LEFT")
-            elif cond is None:
-                sel = sel.join(s.derived.from_item(s.emitted), join_type="CROSS")
             else:
-                sel = sel.join(s.derived.from_item(s.emitted), on=cond)
+                sel = sel.join(s.derived.from_item(s.emitted), join_type="CROSS")
+                where = terms + where
+        where = emitted_terms[0] + where
         if where:
             sel = sel.where(exp.and_(*where))
         bases: dict[str, str] = {}
