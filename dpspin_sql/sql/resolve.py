@@ -303,7 +303,7 @@ def reads_own_relations(select: exp.Select) -> bool:
                 and not item.args.get("db") and not item.args.get("catalog")
                 and item.name.lower() in STORE_NAMES):
             return True
-    return bool(select.args.get("with_"))
+    return False
 
 
 class Resolver:
