@@ -221,6 +221,8 @@ REFUSED = [
     ("range()", "SELECT i AS review_id, 'fee' AS theme, 1.0 AS score FROM range(5) t(i)", "table function"),
     ("UNNEST", "SELECT review_id, unnest(['fee', 'crash']) AS theme, score FROM scores", "not on the list"),
     ("file outside the root", "SELECT * FROM read_csv('/etc/hostname')", "outside the files root"),
+    ("a CTE named like a table", "SELECT * FROM scores WHERE n IN (WITH scores AS (SELECT 1 AS n) "
+                                 "SELECT n FROM scores)", "subquery"),
 ]
 
 

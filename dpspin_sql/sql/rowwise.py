@@ -364,6 +364,8 @@ class Expander:
                 return False            # a file or a table function
             name = table.name.lower()
             if not table.args.get("db") and not table.args.get("catalog") and (name in ctes or name in ctx.ctes):
+                if name in ctes and self.cat.lookup(table, ctx) is not None:
+                    return False        # a CTE named like a table: which one a reference means is not proven
                 if name in ctx.ctes and name not in ctes:
                     sub, sub_ctx, _ = ctx.ctes[name]
                     if not self.is_public(sub, sub_ctx):
