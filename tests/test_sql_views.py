@@ -9,6 +9,8 @@ construct.
 """
 from __future__ import annotations
 
+import re
+
 import duckdb
 import numpy as np
 import pytest
@@ -324,7 +326,7 @@ def test_every_way_of_naming_the_store_is_refused(lake, name, ddl):
     "dpspin.main.assignments", "temp.main.anything", "system.main.duckdb_tables"])
 def test_the_statement_cannot_name_the_store_either(lake, from_item):
     con, _ = lake
-    with pytest.raises(AuditRefusal, match="store|temp|system"):
+    with pytest.raises(AuditRefusal, match=r"store|temp|system"):
         _sketch(con, _sql(from_item, join=""))
     statement = ("WITH a AS (SELECT record_id AS review_id, 'fee' AS theme, 1.0 AS score FROM dpspin.records) "
                  + _sql("a", join=""))
@@ -348,8 +350,8 @@ def test_duckdb_binds_what_the_audit_read_or_the_statement_is_refused(lake, monk
         return found
 
     monkeypatch.setattr(resolve.Catalog, "lookup", wrong)
-    with pytest.raises(AuditRefusal, match="DuckDB binds view lake.main.plain to lake.main.scores, the audit read "
-                                           "lake.mine.scores"):
+    with pytest.raises(AuditRefusal, match=re.escape("DuckDB binds view lake.main.plain to lake.main.scores, the "
+                                                     "audit read lake.mine.scores")):
         _sketch(con, _sql("lake.main.plain"))
 
 
@@ -359,7 +361,7 @@ def test_a_macro_named_like_a_built_in_is_refused_for_every_statement(lake):
     con, _ = lake
     con.execute("CREATE MACRO lake.main.least(a, b) AS 999")
     try:
-        with pytest.raises(AuditRefusal, match="the macro lake.main.least is named like DuckDB's built-in"):
+        with pytest.raises(AuditRefusal, match=re.escape("the macro lake.main.least is named like DuckDB's built-in")):
             _sketch(con, _sql("lake.main.scores"))
         store = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'laplace') atom_id, "
                  "DPSPIN_MASS(weight) FROM assignments JOIN records USING (record_id) GROUP BY atom_id")
@@ -398,7 +400,6 @@ def test_ids_are_compared_binary_whatever_the_collation(tmp_path):
 def test_the_sql_doc_views_example(tmp_path, capsys, monkeypatch):
     """docs/SQL.md's view example: `scored` runs through `dpspin sql --public themes` (and the
     ledger row says what one record was), `normalised` is refused naming it and the window."""
-    import re
     from pathlib import Path
 
     from dpspin_sql import ledger
