@@ -443,3 +443,34 @@ def test_the_sql_doc_views_example(tmp_path, capsys, monkeypatch):
     con.close()
     assert row["params"]["record_key"] == "store.main.reviews.review_id, store.main.theme_scores.review_id"
     assert row["params"]["public_tables"] == "store.main.themes"
+
+
+def test_on_a_store_connection_the_store_is_refused_by_any_name_and_other_catalogs_are_yours(tmp_path):
+    """A store file that also holds the curator's tables: the store's catalog is named after the
+    file (`shop`), a view in another schema binds `records` to main.records (the store's) by the
+    search path, and an ATTACHed database of the curator's is theirs to read."""
+    path = tmp_path / "shop.duckdb"
+    con = dpspin_sql.store.connect(path, create=True)
+    install_atoms(con, range(2), ["refund", "crash"])
+    other = tmp_path / "other.duckdb"
+    side = duckdb.connect(str(other))
+    side.execute("CREATE TABLE scores AS SELECT i AS review_id, 'refund' AS theme, 0.5 AS score FROM range(9) t(i)")
+    side.close()
+    con.execute(f"ATTACH '{other}' AS warehouse")
+    con.execute("""
+        CREATE SCHEMA mine;
+        CREATE TABLE mine.reviews AS SELECT i AS review_id, 'a' || (i % 3) AS author FROM range(9) t(i);
+        CREATE VIEW mine.by_file_name AS SELECT record_id AS review_id, 'refund' AS theme, 1.0 AS score
+            FROM shop.main.records;
+        CREATE VIEW mine.by_search_path AS SELECT record_id AS review_id, 'refund' AS theme, 1.0 AS score FROM records;
+        CREATE VIEW mine.attached AS SELECT * FROM warehouse.main.scores;
+    """)
+    statement = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'laplace', top = 1) theme, "
+                 "DPSPIN_MASS(score) FROM {} JOIN mine.reviews USING (review_id) GROUP BY theme")
+    for view in ("mine.by_file_name", "mine.by_search_path"):
+        with pytest.raises(AuditRefusal, match="the dpspin store's own tables") as refusal:
+            audit_statement(statement.format(view), con, user_catalog=user_catalog(con))
+        assert f"view shop.{view}" in str(refusal.value)
+    audited = audit_statement(statement.format("mine.attached"), con, user_catalog=user_catalog(con))
+    assert audited.record_key == {"warehouse.main.scores": "review_id", "shop.mine.reviews": "review_id"}
+    con.close()
