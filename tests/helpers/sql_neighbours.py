@@ -375,6 +375,7 @@ class Report:
             table.setdefault(cls, {"attempted": 0, "held": 0})[what] = count
         return {"statements": self.statements, "accepted": self.accepted, "refused": self.refused,
                 "neighbour_pairs": self.pairs, "databases": self.databases, "worst_l1_ratio": round(self.worst, 4),
+                "violation_count": len(self.violations),
                 "false_refusals": self.false_refusals[:5], "near_misses_accepted": self.near_miss_accepted[:5],
                 "violations": self.violations[:5], "classes": table}
 
