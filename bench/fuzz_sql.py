@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/fuzz_sql.py fuzz   [--cli N] [--sketch M] [--seed S] [--minutes T]
     .venv/bin/python bench/fuzz_sql.py timing [--users U] [--repeat R]
+    .venv/bin/python bench/fuzz_sql.py neighbours [--statements N] [--databases D] [--reviews R] [--seed S]
+                                                [--minutes T] [--rule-off]
 
 fuzz: the CI fuzzer of tests/test_sql_fuzz.py (tests/helpers/sql_fuzz.py) at size: N accepted
 statements through the CLI on every store of the family (base without X, 17 variants of the
@@ -22,6 +24,15 @@ when the guess about X's text is true, OR-ed with 40 cheap terms over every row:
 
 Median and minimum over R interleaved runs (guess true, guess false, ...), for the sketch
 query and for a bare scan of the records with the same filter. Prints JSON.
+
+neighbours: the neighbour-sensitivity fuzzer of tests/test_sql_neighbours.py
+(tests/helpers/sql_neighbours.py) at size: N statements (views, CTEs, subqueries of the row-wise
+grammar and near misses) over D random adversarial user databases of R reviews each; every
+accepted one's exact sketch on add/drop/replace neighbours of one base record and one unit
+against the charged L1/L2. Prints the JSON report (statements, pairs, the class table); exits 1
+on any violation, accepted near miss or refused statement of the accepted grammar. With
+--rule-off (the mutation check) the row-wise rule is switched off and it exits 0 only if it
+finds violations.
 """
 from __future__ import annotations
 
@@ -206,6 +217,24 @@ def timing(args) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def neighbours(args) -> int:
+    from tests.helpers import sql_neighbours
+
+    if args.rule_off:
+        from dpspin_sql.sql import rowwise
+
+        rowwise.ROWWISE = False
+    started = time.perf_counter()
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
+    report = sql_neighbours.run(args.seed, args.statements, databases=args.databases, n_reviews=args.reviews,
+                                deadline=deadline, near_miss=1.0 if args.rule_off else 0.35)
+    out = report.to_dict() | {"wall_seconds": round(time.perf_counter() - started, 1), "rule_off": args.rule_off}
+    print(json.dumps(out, indent=2, sort_keys=True))
+    if args.rule_off:
+        return 0 if report.violations else 1
+    return 1 if report.violations or report.near_miss_accepted or report.false_refusals else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -218,7 +247,16 @@ def main() -> int:
     t = sub.add_parser("timing")
     t.add_argument("--users", type=int, default=8000)
     t.add_argument("--repeat", type=int, default=21)
+    n = sub.add_parser("neighbours")
+    n.add_argument("--statements", type=int, default=600)
+    n.add_argument("--databases", type=int, default=12)
+    n.add_argument("--reviews", type=int, default=60)
+    n.add_argument("--seed", type=int, default=1)
+    n.add_argument("--minutes", type=float, default=0, help="stop after this long (0: no limit)")
+    n.add_argument("--rule-off", action="store_true", help="the mutation check: switch the row-wise rule off")
     args = parser.parse_args()
+    if args.command == "neighbours":
+        return neighbours(args)
     return fuzz(args) if args.command == "fuzz" else timing(args)
 
 

@@ -130,7 +130,7 @@ class SketchSource:
         for role, rel in (("assignments", self.assignments), ("records", self.records)):
             if rel is not None:
                 out[f"source_{role}"] = rel.table if rel.table is not None else f"{rel.format}:{rel.path}"
-        return out
+        return out | dict(self.details_)
 
     def check_unit(self, unit: str) -> None:
         """A user-level sketch needs a user column where this source takes users from."""

@@ -2,6 +2,7 @@
 
     dpspin sql --db FILE "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) ..." --out PLAN.json
     dpspin sql --db FILE -f query.sql [--engine duckdb|spark|postgres --pg-dsn DSN]
+    dpspin sql --db FILE --public mine.themes "… FROM mine.scored_view JOIN mine.reviews USING (review_id) …"
     dpspin sql --dialect spark|bigquery|snowflake|trino|postgres|duckdb --emit-sketch "…"
 
 Refusals (audit, budget) exit 1 and write no plan; unparseable SQL and bad options exit 2.
@@ -37,6 +38,10 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                          help="auto | scorer | table: assign on Spark with the saved scorer, "
                                               "or read the stored assignments (auto: scorer if one is saved)."),
         dataset: str = typer.Option(ledger.DEFAULT_DATASET, "--dataset", help="Budget to charge."),
+        public: Optional[list[str]] = typer.Option(
+            None, "--public", metavar="TABLE", help="A table of yours whose rows are public (a lookup table, a dictionary): a view "
+                                   "may aggregate over public tables alone, and join them freely. Repeatable; "
+                                   "recorded in the ledger."),
         quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Print only the plan path.")) -> None:
     """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge."""
     from dpspin_sql.sql import run as sql_run
@@ -55,11 +60,12 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     con = store.connect(db)
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
-                           dataset=dataset, outputs=outputs)
+                           dataset=dataset, outputs=outputs, public_tables=tuple(public or ()))
     from dpspin_sql.embed import user_catalog
     from dpspin_sql.sql import audit_statement
 
-    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con)).request, SQL_SETTINGS)
+    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con),
+                                         public=tuple(public or ())).request, SQL_SETTINGS)
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
     if quiet:

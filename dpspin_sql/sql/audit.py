@@ -67,6 +67,9 @@ class Audited:
     statement: exp.Select
     source: SketchSource = field(default=STORE)  # the store's tables, or the user's own (sql/own.py)
     filter_types: tuple[tuple[str, str], ...] | None = None   # the filters' column types (own relations)
+    # what one base record is: {protected base relation: its record id column} (sql/rowwise.py);
+    # empty for the store's tables, whose record is the records table's row
+    record_key: dict[str, str] = field(default_factory=dict)
 
     @property
     def unit(self) -> str:
@@ -77,13 +80,15 @@ class Audited:
         return SketchFilters(self.records_filter, self.assignments_filter, self.filter_types)
 
 
-def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None,
+                    public=()) -> Audited:
     """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement.
 
     With `con` (the connection the release runs on), a statement may read the user's own
     tables, views and files (sql/own.py); the audit then reads their names and column types
-    from the catalog, never their rows. `user_catalog` is the catalog unqualified names
-    are looked up in (default: `con`'s own)."""
+    from the catalog, never their rows (except those of the tables in `public`, which the
+    curator declares public: a lookup table, a dictionary). `user_catalog` is the catalog
+    unqualified names are looked up in (default: `con`'s own)."""
     from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
 
     try:
@@ -91,29 +96,46 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
     except MoreThanOneStatement as many:
         refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
                many.statements[1])
-    return audit(statement, con, user_catalog=user_catalog, files_root=files_root)
+    return audit(statement, con, user_catalog=user_catalog, files_root=files_root, public=public)
 
 
-def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None) -> Audited:
+def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None,
+          public=()) -> Audited:
     try:
-        return _audit(statement, con, user_catalog, files_root)
+        return _audit(statement, con, user_catalog, files_root, public)
     except RecursionError:  # parse() bounds the depth; this is the last line of defence
         raise BadInput("the SQL statement is nested too deeply to audit") from None
 
 
-def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None) -> Audited:
-    select = _check_root(statement)
-    if con is not None:
-        from dpspin_sql.sql import own
+def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None, public=()) -> Audited:
+    """One audit over one catalog model (sql/resolve.py): the statement's relations are resolved
+    by one resolver, whether they are the store's tables or the user's own, and the rules on
+    GROUP BY, the projection and WHERE are written once; `own` only says which names they take."""
+    from dpspin_sql.sql.resolve import Catalog, Resolver, check_macros, reads_own_relations
 
-        if own.reads_own_relations(select):
-            return Audited(**own.audit_own(select, con, user_catalog, files_root, _check_where_nodes,
-                                           _refuse_projection))
-    scope = _Scope(select)
-    _check_projections(select, scope)
-    _check_group(select, scope)
-    records_filter, assignments_filter = _check_where(select, scope)
+    select = _check_root(statement, with_allowed=con is not None)
+    own = con is not None and reads_own_relations(select)
+    if con is not None:
+        check_macros(con)
+        if not own and select.args.get("with_"):
+            refuse("WITH (a common table expression) is not allowed in a DP statement over the store's tables",
+                   select.args["with_"])
+    resolver = Resolver(Catalog(con, user_catalog, files_root, public if own else ()), select)
+    rels, join = _relations(select, resolver, own)
+    scope = _scope(rels, join, own)
+    if own:
+        atom = _check_group(select, scope, own)
+        weight = _check_projections(select, scope, atom, own)
+    else:
+        atom = (rels[0], "atom_id")
+        weight = _check_projections(select, scope, atom, own)
+        _check_group(select, scope, own)
     options = read_options(select.args["hint"])
+    if own:
+        from dpspin_sql.sql.own import audit_own
+
+        return Audited(**audit_own(select, scope, join, atom, weight, options, resolver.cat, _check_where_nodes))
+    records_filter, assignments_filter = _check_where(select, scope)
     if "record_id_column" in options.values:
         refuse("record_id_column names the record id of a relation of your own; the store's record id is "
                "record_id", options.nodes["record_id_column"])
@@ -124,7 +146,7 @@ def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None) ->
 
 # -- statement and clauses ---------------------------------------------------------------
 
-def _check_root(statement: exp.Expr) -> exp.Select:
+def _check_root(statement: exp.Expr, with_allowed: bool = False) -> exp.Select:
     if isinstance(statement, exp.SetOperation):
         refuse(f"{statement.key.upper()}: a DP statement is one SELECT; a set operation could append "
                "rows the plan does not account for", statement.expression)
@@ -139,7 +161,7 @@ def _check_root(statement: exp.Expr) -> exp.Select:
             refuse("query hints are not allowed", hint)
         refuse("the statement has no WITH DIFFERENTIAL_PRIVACY OPTIONS (...) clause after SELECT", statement)
     for key, value in statement.args.items():
-        if key in _ALLOWED_SELECT_ARGS or not value:
+        if key in _ALLOWED_SELECT_ARGS or not value or (key == "with_" and with_allowed):
             continue
         clause = _CLAUSE_NAMES.get(key, key.upper())
         if key in _EXPOSING:
@@ -161,46 +183,20 @@ def _strip_comments(node: exp.Expr) -> None:
         sub.comments = None
 
 
-class _Scope:
-    """The tables of the statement and the qualifiers that name them."""
-
-    def __init__(self, select: exp.Select):
-        self.qualifiers: dict[str, str] = {}
-        self.tables: list[str] = []
-        self._table(select.args["from_"].this, ASSIGNMENTS, "FROM")
-        joins = select.args.get("joins") or []
+def _relations(select: exp.Select, resolver, own: bool) -> tuple[list, exp.Join | None]:
+    """The statement's relations (FROM, and its one JOIN), through the one resolver."""
+    joins = select.args.get("joins") or []
+    if own:
         if len(joins) > 1:
-            refuse("more than one JOIN; a DP statement joins records USING (record_id) at most once", joins[1])
-        for join in joins:
-            self._join(join)
-
-    def _table(self, table: exp.Expr, expected: str, where: str) -> None:
-        if isinstance(table, (exp.Subquery, exp.Select)):
-            refuse(f"a subquery in {where}; a DP statement reads the tables {ASSIGNMENTS} and {RECORDS} only",
-                   table)
-        if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-            refuse(f"{where} reads something other than a table ({ASSIGNMENTS}/{RECORDS} only)", table)
-        name = table.name.lower()
-        if table.args.get("db") or table.args.get("catalog"):
-            refuse(f"a qualified table name in {where}; use {expected}", table)
-        if name != expected:
-            if name in (ASSIGNMENTS, RECORDS):
-                refuse(f"{where} must read {expected}, not {name}", table)
-            refuse(f"reads table {table.name!r}, which is not allowed; a DP statement reads "
-                   f"{ASSIGNMENTS} and {RECORDS} only (or, run on a connection, tables of your own)", table)
-        for key, value in table.args.items():
-            if key not in ("this", "alias") and value:
-                refuse(f"table modifiers ({key}) are not allowed in {where}", table)
-        alias = table.args.get("alias")
-        if alias is not None and (alias.args.get("columns") or not alias.name):
-            refuse("column aliases on a table are not allowed", table)
-        qualifier = (alias.name if alias is not None else name).lower()
-        if qualifier in self.qualifiers:
-            refuse(f"the name {qualifier!r} names two tables", table)
-        self.qualifiers[qualifier] = expected
-        self.tables.append(expected)
-
-    def _join(self, join: exp.Join) -> None:
+            refuse("more than one JOIN; a DP statement joins one records-like relation at most once", joins[1])
+        rels = [resolver.relation(select.args["from_"].this, "FROM")]
+        if joins:
+            rels.append(resolver.relation(joins[0].this, "JOIN"))
+        return rels, (joins[0] if joins else None)
+    rels = [_store_table(select.args["from_"].this, ASSIGNMENTS, "FROM", resolver)]
+    if len(joins) > 1:
+        refuse("more than one JOIN; a DP statement joins records USING (record_id) at most once", joins[1])
+    for join in joins:
         for key, value in join.args.items():
             if key in ("this", "using") or not value:
                 continue
@@ -210,64 +206,87 @@ class _Scope:
                 refuse("JOIN ... ON; join records with USING (record_id)", value)
             refuse(f"a {str(value).upper() if isinstance(value, str) else key.upper()} join; "
                    "only [INNER] JOIN records USING (record_id) is allowed", join)
-        self._table(join.this, RECORDS, "JOIN")
+        rels.append(_store_table(join.this, RECORDS, "JOIN", resolver))
         using = join.args.get("using") or []
         if len(using) != 1 or not isinstance(using[0], (exp.Identifier, exp.Column)) \
                 or using[0].name.lower() != "record_id":
             refuse("join records with USING (record_id) exactly", join)
-
-    def resolve(self, column: exp.Column, where: str) -> tuple[str, str]:
-        """(table, column) that a column reference names, or a refusal."""
-        if not isinstance(column.this, exp.Identifier):
-            refuse(f"{column.sql()} in {where} is not a plain column", column)
-        if column.args.get("db") or column.args.get("catalog"):
-            refuse(f"a qualified column in {where} names a table outside the statement", column)
-        name = column.name.lower()
-        if column.table:
-            qualifier = column.table.lower()
-            table = self.qualifiers.get(qualifier)
-            if table is None:
-                refuse(f"{column.table!r} in {where} is not a table of this statement", column)
-            if name not in COLUMNS[table]:
-                refuse(f"{table} has no column {column.name!r}", column)
-            return table, name
-        owners = [t for t in self.tables if name in COLUMNS[t]]
-        if not owners:
-            if name in COLUMNS[RECORDS]:
-                refuse(f"column {column.name!r} is in records; JOIN records USING (record_id) to use it", column)
-            refuse(f"unknown column {column.name!r} in {where}", column)
-        if name == "record_id":
-            return (RECORDS if RECORDS in owners else ASSIGNMENTS), name
-        return owners[0], name
+    return rels, (joins[0] if joins else None)
 
 
-def _check_projections(select: exp.Select, scope: _Scope) -> None:
-    atom = mass = 0
+def _store_table(table: exp.Expr, expected: str, where: str, resolver):
+    """The store's `expected` table as the resolver models it, or the refusal that says why not."""
+    if isinstance(table, (exp.Subquery, exp.Select)):
+        refuse(f"a subquery in {where}; a DP statement reads the tables {ASSIGNMENTS} and {RECORDS} only", table)
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        refuse(f"{where} reads something other than a table ({ASSIGNMENTS}/{RECORDS} only)", table)
+    name = table.name.lower()
+    if table.args.get("db") or table.args.get("catalog"):
+        refuse(f"a qualified table name in {where}; use {expected}", table)
+    if name != expected:
+        if name in (ASSIGNMENTS, RECORDS):
+            refuse(f"{where} must read {expected}, not {name}", table)
+        refuse(f"reads table {table.name!r}, which is not allowed; a DP statement reads "
+               f"{ASSIGNMENTS} and {RECORDS} only (or, run on a connection, tables of your own)", table)
+    for key, value in table.args.items():
+        if key not in ("this", "alias") and value:
+            refuse(f"table modifiers ({key}) are not allowed in {where}", table)
+    alias = table.args.get("alias")
+    if alias is not None and (alias.args.get("columns") or not alias.name):
+        refuse("column aliases on a table are not allowed", table)
+    return resolver.store_relation(table, expected)
+
+
+def _scope(rels: list, join: exp.Join | None, own: bool):
+    from dpspin_sql.sql.resolve import Scope
+
+    if own:
+        u = (join.args.get("using") or []) if join is not None else []
+        using = u[0].name.lower() if len(u) == 1 and isinstance(u[0], (exp.Identifier, exp.Column)) else None
+        return Scope(rels, using)
+
+    def hint(column: exp.Column) -> None:
+        if column.name.lower() in COLUMNS[RECORDS]:
+            refuse(f"column {column.name!r} is in records; JOIN records USING (record_id) to use it", column)
+
+    return Scope(rels, "record_id", noun="table", hint=hint)
+
+
+def _check_projections(select: exp.Select, scope, atom, own: bool):
+    """The projection is the atom column and DPSPIN_MASS of a weight column, each exactly once;
+    returns the weight (relation, column). Over the store both are fixed: atom_id and weight."""
+    plan = "the atom column and DPSPIN_MASS(weight)" if own else "atom_id, DPSPIN_MASS(weight)"
+    n_atom = n_mass = 0
+    weight = None
     for item in select.expressions:
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(item, exp.Alias) and not isinstance(item.args.get("alias"), exp.Identifier):
             refuse("a projection alias must be a plain name", item)
         if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
-            refuse("SELECT * would expose rows; project atom_id, DPSPIN_MASS(weight)", item)
+            refuse(f"SELECT * would expose rows; project {plan}", item)
         if isinstance(node, exp.Column):
-            table, name = scope.resolve(node, "the projection")
-            if (table, name) == (ASSIGNMENTS, "atom_id"):
-                atom += 1
-                continue
-            refuse(f"column {table}.{name} would reach the output; the output is the released plan only "
-                   "(atom_id, DPSPIN_MASS(weight))", item)
+            rel, name = scope.resolve(node, "the projection")
+            if rel is not atom[0] or name != atom[1]:
+                shown = node.sql() if own else f"{rel.label}.{name}"
+                refuse(f"column {shown} would reach the output; the output is the released plan only "
+                       f"({'the GROUP BY atom column and DPSPIN_MASS of a weight' if own else plan})", item)
+            n_atom += 1
+            continue
         if isinstance(node, DpspinMass):
             arg = node.this
             if set(k for k, v in node.args.items() if v) != {"this"} or not isinstance(arg, exp.Column):
-                refuse("DPSPIN_MASS takes the weight column only", node)
-            if scope.resolve(arg, "DPSPIN_MASS") != (ASSIGNMENTS, "weight"):
+                refuse(f"DPSPIN_MASS takes {'one weight column' if own else 'the weight column'} only", node)
+            weight = scope.resolve(arg, "DPSPIN_MASS")
+            if not own and (weight[0].store, weight[1]) != (ASSIGNMENTS, "weight"):
                 refuse("DPSPIN_MASS takes the assignments' weight column only", arg)
-            mass += 1
+            n_mass += 1
             continue
         _refuse_projection(item, node)
-    if atom != 1 or mass != 1:
-        refuse("the projection must be exactly atom_id and DPSPIN_MASS(weight)", select.expressions[0]
-               if select.expressions else select)
+    if n_atom != 1 or n_mass != 1:
+        exactly = "the atom column (the GROUP BY column) and DPSPIN_MASS(weight)" if own else \
+            "atom_id and DPSPIN_MASS(weight)"
+        refuse(f"the projection must be exactly {exactly}", select.expressions[0] if select.expressions else select)
+    return weight
 
 
 def _refuse_projection(item: exp.Expr, node: exp.Expr) -> None:
@@ -284,22 +303,37 @@ def _refuse_projection(item: exp.Expr, node: exp.Expr) -> None:
     refuse("projection exposes something other than the released plan (atom_id, DPSPIN_MASS(weight))", item)
 
 
-def _check_group(select: exp.Select, scope: _Scope) -> None:
+def _check_group(select: exp.Select, scope, own: bool):
+    """GROUP BY the atom column alone (over the store: atom_id); returns it (relation, column)."""
     group = select.args.get("group")
+    what = "the atom column" if own else "atom_id"
     if group is None:
-        refuse("GROUP BY atom_id is required", select)
+        refuse("GROUP BY <atom column> is required" if own else "GROUP BY atom_id is required", select)
     for key, value in group.args.items():
         if key != "expressions" and value:
-            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY atom_id only", group)
+            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY {what} only", group)
     keys = group.expressions
+    if own:
+        if len(keys) != 1 or not isinstance(keys[0], exp.Column):
+            refuse("GROUP BY must be one column, the atom; grouping by anything else releases other groups", group)
+        return scope.resolve(keys[0], "GROUP BY")
     if len(keys) != 1:
         refuse("GROUP BY must be atom_id alone", group)
     key = keys[0]
-    if not isinstance(key, exp.Column) or scope.resolve(key, "GROUP BY") != (ASSIGNMENTS, "atom_id"):
+    if not isinstance(key, exp.Column) or _store_column(scope.resolve(key, "GROUP BY")) != (ASSIGNMENTS, "atom_id"):
         refuse("GROUP BY must be atom_id alone; grouping by anything else releases other groups", key)
+    return scope.resolve(key, "GROUP BY")
 
 
-def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expr | None, exp.Expr | None]:
+def _store_column(resolved) -> tuple[str, str]:
+    rel, name = resolved
+    return rel.store, name
+
+
+def _check_where(select: exp.Select, scope) -> tuple[exp.Expr | None, exp.Expr | None]:
+    """The store's filters: the checks every filter gets (`_check_where_nodes`, totality with the
+    columns' types), then each AND term to the table it reads (unqualified, as the store query
+    names its columns)."""
     where = select.args.get("where")
     if where is None:
         return None, None
@@ -309,10 +343,10 @@ def _check_where(select: exp.Select, scope: _Scope) -> tuple[exp.Expr | None, ex
             scope.resolve(node, "WHERE")
     # totality: the filter is typed and every argument that could make it raise is checked,
     # so that no record can make the query fail (sql/totality.py)
-    check_predicate(where.this, lambda column: scope.resolve(column, "WHERE"))
+    check_predicate(where.this, lambda column: _store_column(scope.resolve(column, "WHERE")))
     on_records, on_assignments = [], []
     for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
-        tables = {scope.resolve(c, "WHERE")[0] for c in term.find_all(exp.Column)}
+        tables = {scope.resolve(c, "WHERE")[0].store for c in term.find_all(exp.Column)}
         names = {scope.resolve(c, "WHERE")[1] for c in term.find_all(exp.Column)}
         if tables <= {RECORDS} or names <= {"record_id"}:
             on_records.append(unqualified(term))
@@ -344,13 +378,13 @@ def _conjoin(terms: list[exp.Expr]) -> exp.Expr | None:
     return exp.and_(*terms, copy=False) if len(terms) > 1 else terms[0]
 
 
-def _privacy_unit(options: DPOptions, scope: _Scope) -> str:
+def _privacy_unit(options: DPOptions, scope) -> str:
     column = options.get("privacy_unit_column")
     if column is None:
         return "record"
     node = options.nodes["privacy_unit_column"]
     if column.table:
-        table = scope.qualifiers.get(column.table.lower())
+        table = next((r.store for r in scope.rels if r.qualifier == column.table.lower()), None)
         if table is None:
             refuse(f"privacy_unit_column {column.sql()}: {column.table!r} is not a table of this statement", node)
     else:

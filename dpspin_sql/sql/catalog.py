@@ -169,6 +169,10 @@ def audit_for_warehouse(text: str, dialect: str):
                     isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier)):
                 refuse("a warehouse statement reads the declared tables; a file or table function is read on "
                        "the duckdb engine only (dpspin sql --db)", node)
+            if isinstance(node, exp.With) or (isinstance(node, exp.Subquery) and isinstance(node.parent, (
+                    exp.From, exp.Join))):
+                refuse("a warehouse statement reads the declared tables themselves; a CTE or a subquery in FROM is "
+                       "read on the duckdb engine only (dpspin sql --db)", node)
     audited = audit_statement(statement, declared.con, user_catalog=MEMORY)
     if audited.source.store:
         refuse("the file declares tables but the statement reads the store's assignments and records; "

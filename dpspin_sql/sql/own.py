@@ -33,283 +33,32 @@ as VARCHAR (CAST from integers, text or UUID never fails), `atom_id` as INTEGER
 (TRY_CAST: an out-of-range id is NULL, so dropped) or the dictionary's id of the label,
 `weight` as DOUBLE (CAST from numbers; TRY_CAST from text), and every column a filter
 reads under a private name (`fa0`, `fr1`, ...), numbers as DOUBLE. So nothing a table
-holds can make the query fail, and the bounds are the query's own. A view is read whole
-(behind `LIMIT 2^63-1`, which no optimizer may push a filter through): a statement's
-filter cannot choose which rows a view's own expressions run on. At user level, units
-that have auxiliary records in the store (they shaped the dictionary) are dropped from
-the sketch, never refused: a count of them would be a fact about the data.
+holds can make the query fail, and the bounds are the query's own. A view, a CTE or a FROM
+subquery is read as sql/rowwise.py expanded, checked and emitted it — row-wise, every value in
+its total form, every name qualified as the audit and DuckDB's binder resolved it — never as
+the view's own text; its record id must name one base record (`_record_key`), and the ledger
+records which base tables and columns those are. At user level, units that have auxiliary
+records in the store (they shaped the dictionary) are dropped from the sketch, never refused:
+a count of them would be a fact about the data.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from sqlglot import exp
 
 from dpspin_sql.errors import AuditRefusal, BadInput
 from dpspin_sql.source import Relation, SketchSource
-from dpspin_sql.sql.dialect import DpspinMass
 from dpspin_sql.sql.errors import refuse
+from dpspin_sql.sql.resolve import ASSIGNMENTS, RECORDS, Catalog, Rel, Scope
+from dpspin_sql.sql.rowwise import kind_of
 from dpspin_sql.sql.totality import BOOL, DATE, DOUBLE, JSON, TEXT, check_predicate
 
-ASSIGNMENTS, RECORDS = "assignments", "records"
-STORE_NAMES = (ASSIGNMENTS, RECORDS)
-VIEW_FENCE = 9223372036854775807   # LIMIT 2^63-1: every row, and no filter pushed below it
-
-_INT = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$")
-_FLOAT = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$")
-
-
-def kind_of(dtype: str) -> str:
-    """A DuckDB column type's class: int, float, text, bool, date, json, uuid or other."""
-    t = dtype.upper().strip()
-    if _INT.match(t):
-        return "int"
-    if _FLOAT.match(t):
-        return "float"
-    return {"VARCHAR": "text", "BOOLEAN": "bool", "DATE": "date", "JSON": "json", "UUID": "uuid"}.get(t, "other")
-
+__all__ = ["OwnEngine", "audit_own", "kind_of"]
 
 # the type a filter sees a column as (numbers are projected as DOUBLE)
 _FILTER_TYPE = {"int": DOUBLE, "float": DOUBLE, "text": TEXT, "bool": BOOL, "date": DATE, "json": JSON}
-
-
-def reads_own_relations(select: exp.Select) -> bool:
-    """Whether the statement reads anything but the store's `assignments` / `records`."""
-    items = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
-    for item in items:
-        if not (isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier)
-                and not item.args.get("db") and not item.args.get("catalog")
-                and item.name.lower() in STORE_NAMES):
-            return True
-    return False
-
-
-# -- the catalog ------------------------------------------------------------------------------------
-
-class Catalog:
-    """Schema lookups on the connection the release runs on (names and types, never rows)."""
-
-    def __init__(self, con, user_catalog: str | None, files_root: str | Path | None = None):
-        self.con = con
-        self.store = con.execute("SELECT current_database()").fetchall()[0][0]
-        self.user = user_catalog or self.store
-        self.files_root = Path(files_root if files_root is not None else Path.cwd()).resolve()
-
-    @staticmethod
-    def store_tables() -> set[str]:
-        """Every relation the dpspin schema defines, tables and views (queries/schema.sql and its
-        migration): never read by a statement by name. A view such as `assignment_rows` holds
-        every split's rows, so it is as protected as the tables it reads."""
-        from dpspin_sql import queries
-
-        rx = r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)"
-        return {m.lower() for name in ("schema", "schema_migrate") for m in re.findall(rx, queries.load(name), re.I)}
-
-    def reads_store(self, catalog: str, schema: str, name: str, depth: int = 0) -> bool:
-        """Does the view catalog.schema.name read a relation of the dpspin schema in the store's
-        catalog, directly or through other views? (A view of one's own over the store's
-        records would otherwise be a way round the refusal above.)"""
-        import sqlglot
-
-        rows = self.con.execute(
-            "SELECT sql FROM duckdb_views() WHERE NOT internal AND database_name = ? AND schema_name = ? "
-            "AND view_name = ?", [catalog, schema, name]).fetchall()
-        if not rows or depth > 8:
-            return bool(rows)   # too deep to follow: refused
-        try:
-            tree = sqlglot.parse_one(rows[0][0], read="duckdb")
-        except sqlglot.errors.ParseError:
-            return True         # a view we cannot read is not known to be safe
-        if isinstance(tree, exp.Create):
-            tree = tree.expression   # the view's query, not its own name
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        for t in tree.find_all(exp.Table):
-            if not t.args.get("db") and t.name.lower() in ctes:
-                continue
-            tc = t.args["catalog"].name if t.args.get("catalog") else catalog
-            ts = t.args["db"].name if t.args.get("db") else "main"
-            if tc.lower() == self.store.lower() and ts.lower() == "main" and t.name.lower() in self.store_tables():
-                return True
-            found = self.find(tc, ts, t.name)
-            if found is not None and found[3] and self.reads_store(found[0], found[1], found[2], depth + 1):
-                return True
-        return False
-
-    def find(self, catalog: str, schema: str, name: str) -> tuple[str, str, str, bool] | None:
-        """(catalog, schema, name as stored, is a view) of a table or view, or None."""
-        rows = self.con.execute(
-            "SELECT database_name, schema_name, table_name, false FROM duckdb_tables() "
-            "WHERE lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
-            "AND lower(table_name) = lower($n) "
-            "UNION ALL SELECT database_name, schema_name, view_name, true FROM duckdb_views() "
-            "WHERE NOT internal AND lower(database_name) = lower($c) AND lower(schema_name) = lower($s) "
-            "AND lower(view_name) = lower($n)", {"c": catalog, "s": schema, "n": name}).fetchall()
-        return tuple(rows[0]) if rows else None
-
-    def columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
-        return [tuple(r) for r in self.con.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND schema_name = ? "
-            "AND table_name = ? ORDER BY column_index", [catalog, schema, name]).fetchall()]
-
-    def describe(self, scan: exp.Expr, path: Path, fmt: str) -> list[tuple[str, str]]:
-        import duckdb
-
-        try:
-            rows = self.con.execute(f"DESCRIBE SELECT * FROM {scan.sql('duckdb')}").fetchall()
-        except duckdb.Error:
-            raise BadInput(f"cannot read the {fmt} file {path} (its header or schema)") from None
-        return [(r[0], r[1]) for r in rows]
-
-
-# -- the statement's relations ----------------------------------------------------------------------
-
-@dataclass
-class Rel:
-    """One relation of the statement: where it is, its qualifier and its columns."""
-
-    qualifier: str
-    label: str                          # for messages and the ledger: a table name or format:path
-    scan: exp.Expr                # the FROM item the projection reads
-    columns: dict[str, tuple[str, str]]  # lower name -> (name, DuckDB type)
-    node: exp.Expr
-    table: str | None = None
-    path: str | None = None
-    format: str | None = None
-    letter: str = "a"                   # a: assignments-like, r: records-like
-    used: dict[str, str] = field(default_factory=dict)   # filter column (lower) -> private name
-
-    def kind(self, name: str) -> str:
-        return kind_of(self.columns[name][1])
-
-    def col(self, name: str, alias: str = "s") -> exp.Column:
-        return exp.column(exp.to_identifier(self.columns[name][0], quoted=True), table=alias)
-
-
-def _relation(item: exp.Expr, cat: Catalog, where: str) -> Rel:
-    if isinstance(item, (exp.Subquery, exp.Select)) or (isinstance(item, exp.Table) and isinstance(
-            item.this, (exp.Subquery, exp.Select))):
-        refuse(f"a subquery in {where}; a DP statement reads tables, views or read_parquet/read_csv files only",
-               item)
-    if not isinstance(item, exp.Table):
-        refuse(f"{where} reads something other than a table, a view or a file", item)
-    for key, value in item.args.items():
-        if key not in ("this", "alias", "db", "catalog") and value:
-            refuse(f"table modifiers ({key}) are not allowed in {where}", item)
-    alias = item.args.get("alias")
-    if alias is not None and (alias.args.get("columns") or not alias.name):
-        refuse("column aliases on a table are not allowed", item)
-    if isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)):
-        rel = _file(item.this, cat, where)
-    elif isinstance(item.this, exp.Identifier):
-        rel = _table(item, cat, where)
-    elif isinstance(item.this, (exp.Func, exp.Anonymous)):
-        refuse(f"{where} reads the table function {item.this.sql('duckdb').split('(')[0]}; the only file "
-               "readers allowed are read_parquet('path') and read_csv('path')", item)
-    else:
-        refuse(f"{where} reads something other than a table, a view or a file", item)
-    rel.qualifier = (alias.name if alias is not None else rel.qualifier).lower()
-    rel.node = item
-    return rel
-
-
-def _file(fn: exp.Expr, cat: Catalog, where: str) -> Rel:
-    fmt = "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
-    args = [v for k, v in fn.args.items() if v]
-    literal = None
-    flat = [a for v in args for a in (v if isinstance(v, list) else [v])]
-    if len(flat) == 1 and isinstance(flat[0], exp.Literal) and flat[0].is_string:
-        literal = flat[0].this
-    if literal is None:
-        refuse(f"read_{fmt} takes one literal path ('file.{fmt}') and nothing else", fn)
-    given = Path(literal)
-    path = (given if given.is_absolute() else Path.cwd() / given).resolve()
-    if not path.is_relative_to(cat.files_root):
-        refuse(f"the file {literal!r} is outside the files root {cat.files_root}; a statement reads files "
-               "under it only", fn)
-    if not path.is_file():
-        raise BadInput(f"{fmt} file not found: {literal}")
-    text = exp.Literal.string(str(path))
-    if fmt == "parquet":
-        scan: exp.Expr = exp.Anonymous(this="read_parquet", expressions=[text])
-    else:   # every column text: the types cannot depend on the rows; a malformed row is skipped
-        delim = "\t" if str(path).lower().removesuffix(".gz").endswith(".tsv") else ","
-        scan = exp.Anonymous(this="read_csv", expressions=[text] + [
-            exp.PropertyEQ(this=exp.to_identifier(k), expression=v) for k, v in (
-                ("header", exp.true()), ("all_varchar", exp.true()), ("ignore_errors", exp.true()),
-                ("delim", exp.Literal.string(delim)))])
-    table = exp.Table(this=scan)
-    columns = {n.lower(): (n, t) for n, t in cat.describe(table, path, fmt)}
-    return Rel(qualifier=f"read_{fmt}", label=f"{fmt}:{path}", scan=table, columns=columns, node=fn,
-               path=str(path), format=fmt)
-
-
-def _table(item: exp.Table, cat: Catalog, where: str) -> Rel:
-    name = item.name
-    schema = item.args["db"].name if item.args.get("db") else None
-    catalog = item.args["catalog"].name if item.args.get("catalog") else None
-    if catalog is None and schema is None and name.lower() in STORE_NAMES:
-        refuse(f"{where} reads the store's {name.lower()} table together with a table of your own; read either "
-               f"the store's assignments and records, or your own relations (main.{name} names yours)", item)
-    if catalog is not None and catalog.lower() in ("system", "temp"):
-        refuse(f"{where} reads the {catalog} catalog; a DP statement reads your own tables", item)
-    if catalog is not None and catalog.lower() == cat.store.lower() and cat.store != cat.user:
-        refuse(f"{where} reads the dpspin store's catalog {catalog!r}; a statement reads the store's assignments "
-               "and records unqualified, and your own tables", item)
-    catalog = catalog or cat.user
-    schema = schema or "main"
-    if catalog.lower() == cat.store.lower() and schema.lower() == "main" and name.lower() in cat.store_tables():
-        refuse(f"reads table {name!r}, which is not allowed; a DP statement reads {ASSIGNMENTS} and {RECORDS} "
-               "of the store, or tables of your own", item)
-    found = cat.find(catalog, schema, name)
-    if found is None:
-        refuse(f"{where}: there is no table or view {'.'.join(filter(None, (catalog, schema, name)))!r}", item)
-    c, s, n, is_view = found
-    if is_view and cat.reads_store(c, s, n):
-        refuse(f"reads view {name!r}, which reads the dpspin store's own tables; a DP statement reads "
-               f"{ASSIGNMENTS} and {RECORDS} of the store, or tables of your own", item)
-    ref = exp.Table(this=exp.to_identifier(n, quoted=True), db=exp.to_identifier(s, quoted=True),
-                    catalog=exp.to_identifier(c, quoted=True))
-    scan: exp.Expr = ref
-    if is_view:
-        scan = exp.select("*").from_(ref).limit(VIEW_FENCE).subquery()
-    columns = {cn.lower(): (cn, t) for cn, t in cat.columns(c, s, n)}
-    return Rel(qualifier=n.lower(), label=f"{c}.{s}.{n}", scan=scan, columns=columns, node=item, table=f"{c}.{s}.{n}")
-
-
-class Scope:
-    def __init__(self, rels: list[Rel], using: str | None = None):
-        self.rels = rels
-        self.using = using
-        self.prefer = rels[-1]   # the relation an unqualified USING key names (the records-like one)
-        seen = set()
-        for rel in rels:
-            if rel.qualifier in seen:
-                refuse(f"the name {rel.qualifier!r} names two relations", rel.node)
-            seen.add(rel.qualifier)
-
-    def resolve(self, column: exp.Column, where: str) -> tuple[Rel, str]:
-        if not isinstance(column.this, exp.Identifier):
-            refuse(f"{column.sql()} in {where} is not a plain column", column)
-        if column.args.get("db") or column.args.get("catalog"):
-            refuse(f"a qualified column in {where} names a table outside the statement", column)
-        name = column.name.lower()
-        if column.table:
-            rel = next((r for r in self.rels if r.qualifier == column.table.lower()), None)
-            if rel is None:
-                refuse(f"{column.table!r} in {where} is not a relation of this statement", column)
-            if name not in rel.columns:
-                refuse(f"{rel.label} has no column {column.name!r}", column)
-            return rel, name
-        owners = [r for r in self.rels if name in r.columns]
-        if not owners:
-            refuse(f"unknown column {column.name!r} in {where}", column)
-        if len(owners) > 1:
-            if name == self.using:
-                return self.prefer, name
-            refuse(f"column {column.name!r} in {where} is in both relations; qualify it", column)
-        return owners[0], name
 
 
 def _join_keys(join: exp.Join, scope: Scope) -> tuple[tuple[Rel, str], tuple[Rel, str]]:
@@ -339,64 +88,16 @@ def _join_keys(join: exp.Join, scope: Scope) -> tuple[tuple[Rel, str], tuple[Rel
 
 # -- the audit over own relations -------------------------------------------------------------------
 
-def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, check_where_nodes,
-              refuse_projection) -> dict:
-    """Audit a statement that reads the user's own relations (sql/audit.py calls this once the
-    statement's root is checked, with its WHERE and projection refusals); returns the fields
-    of its `Audited`, the SketchSource included."""
-    from dpspin_sql.sql.options import read_options, to_request
+def audit_own(select: exp.Select, scope: Scope, join: exp.Join | None, atom: tuple[Rel, str],
+              weight: tuple[Rel, str], options, cat: Catalog, check_where_nodes) -> dict:
+    """The part of the audit (sql/audit.py) that only a statement over the user's own relations
+    has: the join key, the unit, the role columns' types, what one base record is, the filters
+    under private names and the sketch source. Returns the fields of its `Audited`."""
+    from dpspin_sql.sql.options import to_request
 
-    cat = Catalog(con, user_catalog, files_root)
-    rels = [_relation(select.args["from_"].this, cat, "FROM")]
-    joins = select.args.get("joins") or []
-    if len(joins) > 1:
-        refuse("more than one JOIN; a DP statement joins one records-like relation at most once", joins[1])
-    using = None
-    if joins:
-        rels.append(_relation(joins[0].this, cat, "JOIN"))
-        u = joins[0].args.get("using") or []
-        using = u[0].name.lower() if len(u) == 1 and isinstance(u[0], (exp.Identifier, exp.Column)) else None
-    scope = Scope(rels, using)
-    keys = _join_keys(joins[0], scope) if joins else None
-
-    # GROUP BY: the atom column
-    group = select.args.get("group")
-    if group is None:
-        refuse("GROUP BY <atom column> is required", select)
-    for key, value in group.args.items():
-        if key != "expressions" and value:
-            refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY the atom column only", group)
-    if len(group.expressions) != 1 or not isinstance(group.expressions[0], exp.Column):
-        refuse("GROUP BY must be one column, the atom; grouping by anything else releases other groups", group)
-    atom = scope.resolve(group.expressions[0], "GROUP BY")
-
-    # projection: the atom column and DPSPIN_MASS(weight column)
-    n_atom = n_mass = 0
-    weight = None
-    for item in select.expressions:
-        node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(item, exp.Alias) and not isinstance(item.args.get("alias"), exp.Identifier):
-            refuse("a projection alias must be a plain name", item)
-        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
-            refuse("SELECT * would expose rows; project the atom column and DPSPIN_MASS(weight)", item)
-        if isinstance(node, exp.Column):
-            if scope.resolve(node, "the projection") != atom:
-                refuse(f"column {node.sql()} would reach the output; the output is the released plan only "
-                       "(the GROUP BY atom column and DPSPIN_MASS of a weight)", item)
-            n_atom += 1
-            continue
-        if isinstance(node, DpspinMass):
-            arg = node.this
-            if set(k for k, v in node.args.items() if v) != {"this"} or not isinstance(arg, exp.Column):
-                refuse("DPSPIN_MASS takes one weight column only", node)
-            weight = scope.resolve(arg, "DPSPIN_MASS")
-            n_mass += 1
-            continue
-        refuse_projection(item, node)
-    if n_atom != 1 or n_mass != 1:
-        refuse("the projection must be exactly the atom column (the GROUP BY column) and DPSPIN_MASS(weight)",
-               select.expressions[0] if select.expressions else select)
-    assert weight is not None   # n_mass == 1: the DPSPIN_MASS item set it
+    rels = scope.rels
+    keys = _join_keys(join, scope) if join is not None else None
+    group = select.args["group"]
     A = atom[0]
     if weight[0] is not A:
         refuse("DPSPIN_MASS's weight and the atom must be columns of the same relation (the assignments-like "
@@ -405,7 +106,6 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, che
     if R is not None:
         R.letter = "r"
         scope.prefer = R
-    options = read_options(select.args["hint"])
     unit, rid_a, rid_r, user = _keys_and_unit(options, scope, A, R, keys)
 
     # types of the role columns
@@ -419,11 +119,31 @@ def audit_own(select: exp.Select, con, user_catalog: str | None, files_root, che
             refuse(f"the {what} column {name!r} of {rel.label} is {rel.columns[name][1]}; ids are integers, "
                    "text or UUIDs", select)
 
+    record_key = _record_key(((A, rid_a), (R, rid_r)), select)
     records_filter, assignments_filter, types = _filters(select, scope, R, check_where_nodes)
-    source = _source(cat, unit, A, R, atom[1], weight[1], rid_a, rid_r, user)
+    source = _source(cat, unit, A, R, atom[1], weight[1], rid_a, rid_r, user, record_key)
     request = to_request(options, unit, select.args["hint"])
-    return {"options": options, "request": request, "records_filter": records_filter,
+    return {"options": options, "request": request, "records_filter": records_filter, "record_key": record_key,
             "assignments_filter": assignments_filter, "statement": select, "source": source, "filter_types": types}
+
+
+def _record_key(ids, select: exp.Select) -> dict[str, str]:
+    """{protected base relation: its record id column}: what one base record is for this statement.
+    The record id of each relation must pass a base column through and tie every protected table
+    it reads to it (sql/rowwise.py), and one base table has one record id column."""
+    out: dict[str, str] = {}
+    for rel, col in ids:
+        if rel is None or col is None:
+            continue
+        keys = rel.keys.get(col)
+        if keys is None:
+            refuse(f"the record id {rel.columns[col][0]!r} of {rel.label} does not name one base record: "
+                   f"{rel.why.get(col) or 'it is not a column of a protected table'}", select)
+        for base, column in keys.items():
+            if out.setdefault(base, column).lower() != column.lower():
+                refuse(f"the statement reads {base} with two record ids ({out[base]} and {column}); one base table "
+                       "has one record id", select)
+    return out
 
 
 def _keys_and_unit(options, scope: Scope, A: Rel, R: Rel | None, keys):
@@ -535,6 +255,7 @@ def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expr], unit_col: st
         col = rel.col(name)
         items.append(exp.alias_(exp.Cast(this=col, to=exp.DataType.build("DOUBLE"))
                                 if rel.kind(name) in ("int", "float") else col, private))
+    assert rel.scan is not None   # a relation of the user's (the store's tables have no scan)
     sel = exp.select(*items).from_(exp.alias_(rel.scan.copy(), "s", table=True))
     store = exp.to_identifier(cat.store, quoted=True)
     if label_atoms is not None:
@@ -551,7 +272,7 @@ def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expr], unit_col: st
 
 
 def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: str, rid_a: str,
-            rid_r: str | None, user) -> SketchSource:
+            rid_r: str | None, user, record_key: dict[str, str] | None = None) -> SketchSource:
     kind = A.kind(atom)
     atom_expr = (exp.column("atom_id", table="d") if kind == "text"
                  else exp.TryCast(this=A.col(atom), to=exp.DataType.build("INTEGER")))
@@ -571,10 +292,40 @@ def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: s
             r_roles["user_id"] = _varchar(R.col(user[1]))
         records = _projection(cat, R, r_roles, user[1] if user is not None else None)
     del unit
-    return SketchSource(assignments, records)
+    details = {}
+    if record_key:   # what one base record is, for the ledger: every protected table and its record id
+        details["record_key"] = ", ".join(f"{base}.{col}" if ":" not in base else f"{base} ({col})"
+                                          for base, col in sorted(record_key.items()))
+    if cat.public:
+        details["public_tables"] = ", ".join(sorted(f.label for f in cat.public.values()))
+    return SketchSource(assignments, records, details_=details)
 
 
 # -- the engine -------------------------------------------------------------------------------------
+
+def binary_ids(source: SketchSource) -> SketchSource:
+    """The source with its record and unit ids compared binary (COLLATE "binary"), on DuckDB: a
+    NOCASE column, or a connection's default_collation, would otherwise join the assignment row
+    'A' to the records 'A' and 'a' while the sketch counts them as two records, so that one base
+    row fed two records' bounds (docs/DESIGN.md §10)."""
+    from dataclasses import replace
+
+    def binary(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Alias) and node.alias in ("record_id", "user_id") and isinstance(node.this, exp.Cast):
+            return exp.alias_(exp.Collate(this=node.this.copy(), expression=exp.to_identifier("binary", quoted=True)),
+                              node.alias)
+        return node
+
+    def fix(rel):
+        if rel is None or getattr(rel, "select", None) is None:
+            return rel
+        sel = rel.select.copy()
+        sel.set("expressions", [binary(e) for e in sel.expressions])
+        return replace(rel, select=sel)
+
+    return replace(source, assignments=fix(source.assignments), records=fix(source.records))
+
+
 
 class OwnEngine:
     """The DuckDB sketch over the user's own relations (the portable query, `bind_source`).
@@ -587,6 +338,7 @@ class OwnEngine:
 
     def __init__(self, filters, *, source: SketchSource, settings=None):
         self.filters, self.source, self.settings = filters, source, settings
+        self._sql: dict = {}    # bounds -> the generated query (the same statement on several databases)
 
     def sketch(self, con, bounds):
         from dpspin_sql import queries
@@ -602,7 +354,10 @@ class OwnEngine:
             if aux_without_user:
                 raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
                                "release cannot tell whether their authors are among the protected users")
-        sql = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False, source=self.source)
+        if bounds not in self._sql:
+            self._sql[bounds] = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False,
+                                           source=binary_ids(self.source))
+        sql = self._sql[bounds]
         rows = execute_sketch(con, sql, bounds.params(), self.settings,
                               "the sketch query failed on your tables or files")
         return assemble(TargetFacts(atom_ids, None, None), rows, bounds)

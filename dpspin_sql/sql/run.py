@@ -26,7 +26,7 @@ __all__ = ["ENGINES", "run_sql", "emit_sketch"]
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | None = None, *,
             engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, outputs: Outputs | None = None,
             spark=None, spark_assign: str = "auto", pg=None, pg_dsn: str | None = None,
-            files_root: str | Path | None = None):
+            files_root: str | Path | None = None, public_tables=()):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
     `con` is a store connection (`dpspin_sql.store.connect`) or any DuckDB connection that
@@ -40,14 +40,17 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     The statement may read the tables and views of the connection's own database, or
     read_parquet/read_csv files under `files_root` (default: the current directory), in
     place of the store's assignments and records (docs/SQL.md, "Your own tables"); those run
-    on the duckdb engine, and nothing is written to the user's database.
+    on the duckdb engine, and nothing is written to the user's database. Views, CTEs and FROM
+    subqueries must be row-wise (docs/SQL.md, "Views"); `public_tables` names the tables of
+    yours whose rows are public (a lookup table, a dictionary), over which alone a view may
+    aggregate. The ledger row records them, and what one base record is (`record_key`).
     """
     from dpspin_sql.embed import resolve, user_catalog
     from dpspin_sql.release import release
 
     user_db = user_catalog(con)
     with resolve(con) as con:   # a plain connection without install() is one clear error
-        audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root)
+        audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root, public=public_tables)
         if audited.source.store:
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
                                  pg_dsn=pg_dsn)

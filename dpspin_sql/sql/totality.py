@@ -313,12 +313,18 @@ ADMITTED = (exp.Paren, exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.And, 
 class Checker:
     """Types a filter (VARCHAR, INTEGER, DOUBLE, BOOLEAN, DATE, JSON, NULL), refusing what could fail."""
 
-    def __init__(self, resolve: Resolve, limits: Limits = LIMITS, types: dict | None = None):
+    def __init__(self, resolve: Resolve, limits: Limits = LIMITS, types: dict | None = None, *,
+                 values: bool = False, context: str = "WHERE", grammar: str = "a WHERE filter"):
         self.resolve = resolve
         self.limits = limits
         self.types = types      # {(table, column): type} for a statement over its own tables
         self.patterns = 0
         self.regexes = 0
+        # in a row-wise relation's projections (sql/rowwise.py) a value may also be a searched CASE
+        # and a CAST that cannot fail (to DOUBLE from a number, to VARCHAR from anything)
+        self.values = values
+        self.context = context      # where the expression is, for messages
+        self.grammar = grammar      # whose list of operations it is checked against
 
     def predicate(self, node: exp.Expr) -> None:
         check_size(node, self.limits)
@@ -335,7 +341,7 @@ class Checker:
         if allowed is not None:
             for key, value in node.args.items():
                 if value not in (None, False, []) and key not in allowed:
-                    refuse(f"{_name(node)} with {key} is not allowed in WHERE", node)
+                    refuse(f"{_name(node)} with {key} is not allowed in {self.context}", node)
         if isinstance(node, exp.Paren):
             return self.type(node.this)
         if isinstance(node, exp.Column):
@@ -395,8 +401,12 @@ class Checker:
             return DOUBLE
         if isinstance(node, exp.TryCast):
             return self._try_cast(node)
+        if isinstance(node, exp.Cast) and self.values:
+            return self._cast(node)
         if isinstance(node, exp.Cast):
             refuse("CAST can fail on a record's value and reveal it; use TRY_CAST", node)
+        if isinstance(node, exp.Case) and self.values:
+            return self._case(node)
         if isinstance(node, (exp.Lower, exp.Upper)):
             self._text(node.this, node)
             return TEXT
@@ -434,8 +444,8 @@ class Checker:
                 self._text(part, node)
             return TEXT
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-            refuse("a subquery in WHERE could read other rows or tables; a filter reads one row", node)
-        refuse(f"{_name(node)} is not on the list of per-row operations a WHERE filter may use (docs/SQL.md)",
+            refuse(f"a subquery in {self.context} could read other rows or tables; a filter reads one row", node)
+        refuse(f"{_name(node)} is not on the list of per-row operations {self.grammar} may use (docs/SQL.md)",
                node)
 
     # -- rules ---------------------------------------------------------------------------------------
@@ -533,9 +543,33 @@ class Checker:
         source = self.type(node.this)
         if source == JSON:
             refuse("TRY_CAST of a JSON value; extract a field as text first (metadata ->> '$.key')", node)
-        if target not in _CASTABLE[source]:
+        if target not in _CASTABLE.get(source, set()):
             refuse(f"TRY_CAST from {source} to {target} is not a conversion the engines have", node)
         return target
+
+    def _cast(self, node: exp.Cast) -> str:
+        """CAST in a row-wise relation's values: only the conversions that cannot fail."""
+        to = node.args["to"]
+        target = CAST_TARGETS.get(to.this) if isinstance(to, exp.DataType) else None
+        source = self.type(node.this)
+        if target == TEXT and not to.expressions and source != JSON:
+            return TEXT
+        if target == DOUBLE and source in (INT, DOUBLE, BOOL, NULL):
+            return DOUBLE
+        refuse(f"CAST from {source} to {to.sql('duckdb') if isinstance(to, exp.Expression) else to} can fail on a "
+               "record's value; a CAST may only make a number DOUBLE or anything VARCHAR (use TRY_CAST)", node)
+
+    def _case(self, node: exp.Case) -> str:
+        """A searched CASE: BOOLEAN conditions, values of one type."""
+        if node.args.get("this") is not None:
+            refuse("CASE x WHEN …: write the searched form, CASE WHEN x = … THEN …", node)
+        values = []
+        for branch in node.args.get("ifs") or []:
+            self._boolean(branch.this, "a CASE condition")
+            values.append(branch.args["true"])
+        if node.args.get("default") is not None:
+            values.append(node.args["default"])
+        return self._unify(values, node, compare=False)
 
     def _substring(self, node: exp.Substring) -> str:
         self._text(node.this, node)
@@ -585,18 +619,24 @@ def check_predicate(predicate: exp.Expr, resolve: Resolve, limits: Limits = LIMI
 _DOUBLE = exp.DataType.build("DOUBLE")
 
 
-def total_form(term: exp.Expr, dialect: str = "duckdb", names: dict | None = None) -> exp.Expr:
+def total_form(term: exp.Expr, dialect: str = "duckdb", names: dict | None = None, *,
+               column_kind: Callable[[exp.Column], str] | None = None,
+               needs_double: Callable[[exp.Column], bool] | None = None) -> exp.Expr:
     """An accepted (audited, unqualified) filter term as the engine runs it: numbers in DOUBLE,
     division by NULLIF(d, 0), canonical LIKE patterns, JSON paths in the engine's syntax, and
     on DuckDB a json_valid guard on the JSON column. Same truth value as the term wherever the
-    term does not raise. `names` types the unqualified columns (default: the store's)."""
-    return _Normaliser(dialect, names).run(term.copy())[0]
+    term does not raise. `names` types the unqualified columns (default: the store's); a
+    row-wise relation's qualified columns are typed by `column_kind`, and `needs_double` says
+    which numeric columns are not DOUBLE already (sql/rowwise.py)."""
+    return _Normaliser(dialect, names, column_kind, needs_double).run(term.copy())[0]
 
 
 class _Normaliser:
-    def __init__(self, dialect: str, names: dict | None = None):
+    def __init__(self, dialect: str, names: dict | None = None, column_kind=None, needs_double=None):
         self.dialect = dialect
         self.names = names if names is not None else _TYPE_BY_NAME
+        self.column_kind = column_kind
+        self.needs_double = needs_double
 
     def run(self, node: exp.Expr) -> tuple[exp.Expr, str]:
         if isinstance(node, exp.Paren):
@@ -604,7 +644,7 @@ class _Normaliser:
             node.set("this", inner)
             return node, kind
         if isinstance(node, exp.Column):
-            return node, self.names[node.name.lower()]
+            return node, (self.column_kind(node) if self.column_kind is not None else self.names[node.name.lower()])
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return node, TEXT
@@ -629,6 +669,13 @@ class _Normaliser:
             this, _ = self.run(node.this)
             node.set("this", this)
             return node, TEXT
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+            inner, kind = self.run(node.this)
+            target = CAST_TARGETS[node.args["to"].this]
+            node.set("this", self._double_if_numeric(inner) if target == DOUBLE and kind in NUMERIC else inner)
+            return node, target
         kinds: dict[str, str | list[str]] = {}   # an argument's kind, or a list argument's kinds
         for key, value in list(node.args.items()):
             if isinstance(value, exp.Expression) and key != "to":
@@ -662,9 +709,34 @@ class _Normaliser:
     def _doubles(self, node: exp.Expr) -> None:
         for key, value in list(node.args.items()):
             if isinstance(value, exp.Expression):
-                node.set(key, _double_if_numeric(value))
+                node.set(key, self._double_if_numeric(value))
             elif isinstance(value, list):
-                node.set(key, [_double_if_numeric(v) if isinstance(v, exp.Expression) else v for v in value])
+                node.set(key, [self._double_if_numeric(v) if isinstance(v, exp.Expression) else v for v in value])
+
+    def _double_if_numeric(self, node: exp.Expr) -> exp.Expr:
+        probe = node.this if isinstance(node, exp.Paren) else node
+        if self.needs_double is not None and isinstance(probe, exp.Column):
+            return _double(node) if self.needs_double(probe) else node
+        return _double_if_numeric(node)
+
+    def _case(self, node: exp.Case) -> tuple[exp.Expr, str]:
+        values = []
+        for branch in node.args.get("ifs") or []:
+            cond, _ = self.run(branch.this)
+            branch.set("this", cond)
+            value, kind = self.run(branch.args["true"])
+            branch.set("true", value)
+            values.append((branch, "true", kind))
+        if node.args.get("default") is not None:
+            value, kind = self.run(node.args["default"])
+            node.set("default", value)
+            values.append((node, "default", kind))
+        known = {k for _, _, k in values if k != NULL}
+        if known and known <= NUMERIC:   # every branch DOUBLE: no engine unifies INT and DOUBLE differently
+            for holder, key, _ in values:
+                holder.set(key, self._double_if_numeric(holder.args[key]))
+            return node, DOUBLE
+        return node, (known.pop() if len(known) == 1 else NULL)
 
     def _like(self, node: exp.Expr) -> exp.Expr:
         like, pattern, escape = like_parts(node)  # type: ignore[misc]
@@ -821,3 +893,6 @@ def unqualified(term: exp.Expr) -> exp.Expr:
         column.this.set("quoted", False)
         column.this.set("this", column.name.lower())
     return term
+
+
+verify_on_constants = _verify_on_constants   # the public name (sql/rowwise.py checks a relation's values with it)
