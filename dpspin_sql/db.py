@@ -1,7 +1,9 @@
 """Small DuckDB helpers every module that talks to a store shares (no store logic here)."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +31,25 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def storage_error(exc: BaseException) -> BadInput | None:
+    """A full disk, said as such ("no space left on device writing FILE"), for a DuckDB
+    error or an OSError; None for any other failure."""
+    text = str(exc)
+    if not ((isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "no space left on device" in text.lower()):
+        return None
+    match = re.search(r'write (?:to )?(?:file )?"([^"]+)"', text)
+    filename = match.group(1) if match else getattr(exc, "filename", None)
+    where = f" writing {filename}" if filename else ""
+    return BadInput(f"no space left on device{where}; nothing was changed")
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    """DuckDB's "Could not set lock on file ...: Conflicting lock is held" (not any message
+    that merely contains the letters, such as "Could not write block")."""
+    text = str(exc).lower()
+    return "could not set lock" in text or "conflicting lock" in text
+
+
 def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
     """Run `action` (open or ATTACH the store file `path`), retrying while another process
     holds the file's lock, up to lock_timeout(); then "store busy" (exit 1). Any other
@@ -38,7 +59,10 @@ def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
         try:
             return action()
         except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+            full = storage_error(exc)
+            if full is not None:
+                raise full from None
+            if not _is_lock_error(exc):
                 raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
             if time.monotonic() >= deadline:
                 raise StoreBusy(f"store busy: another process has held {path} for {lock_timeout():g} s "
@@ -46,7 +70,7 @@ def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
         except duckdb.Error as exc:
-            raise BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
+            raise storage_error(exc) or BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
 
 
 @contextmanager
