@@ -60,8 +60,21 @@ DEFAULT_EPSILON_BUDGET = 1.0
 DEFAULT_DELTA_BUDGET = 1e-5
 GENESIS = "sha256:" + "0" * 64
 _CHARGE_LOCK = threading.Lock()   # in-process: threads queue instead of conflicting
-# the tables the ledger is made of, and the store's tables whose rows a ledger protects
-CHAIN_TABLES = ("ledger", "ledger_head", "ledger_events", "release_plans", "budget")
+# the tables the ledger is made of (queries/schema.sql), column by column, and the store's
+# tables whose rows a ledger protects
+_COLUMNS = {
+    "ledger": {"release_id": "VARCHAR", "dataset": "VARCHAR", "created_at": "TIMESTAMP", "mechanism": "VARCHAR",
+               "epsilon": "DOUBLE", "delta": "DOUBLE", "params": "JSON", "measurements": "JSON",
+               "plan_path": "VARCHAR", "seq": "BIGINT", "prev_hash": "VARCHAR", "row_hash": "VARCHAR",
+               "plan_stored": "BOOLEAN"},
+    "ledger_head": {"id": "INTEGER", "seq": "BIGINT", "head_hash": "VARCHAR"},
+    "ledger_events": {"event_id": "VARCHAR", "kind": "VARCHAR", "dataset": "VARCHAR", "created_at": "TIMESTAMP",
+                      "epsilon_total": "DOUBLE", "delta_total": "DOUBLE", "details": "VARCHAR", "seq": "BIGINT",
+                      "prev_hash": "VARCHAR", "row_hash": "VARCHAR"},
+    "release_plans": {"release_id": "VARCHAR", "plan": "VARCHAR", "dictionary": "VARCHAR"},
+    "budget": {"dataset": "VARCHAR", "epsilon_total": "DOUBLE", "delta_total": "DOUBLE"},
+}
+CHAIN_TABLES = tuple(_COLUMNS)
 _HOLDINGS = (("records", "record"), ("atoms", "atom"), ("assignments", "assignment row"),
              ("dictionary", "dictionary"), ("release_plans", "stored plan"), ("ledger", "release row"),
              ("ledger_events", "ledger event"), ("budget", "budget"))
@@ -162,9 +175,7 @@ def ensure_budget(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET
 
 def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> BudgetStatus:
     _require_schema(con)
-    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-    if row is None:
-        raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
+    row = _budget_row(con, dataset)
     spent_eps, spent_delta = _spent(con, dataset)
     rows = con.execute(queries.load("ledger_releases"), {"dataset": dataset}).fetchall()
     releases = [{"release_id": r[0], "created_at": r[1].isoformat(timespec="seconds"), "mechanism": r[2],
@@ -173,16 +184,14 @@ def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> Bu
                 for r in rows]
     events = [{"row": e[0], "kind": e[4], "created_at": e[6].isoformat(timespec="seconds"),
                "epsilon_total": e[7], "delta_total": e[8]}
-              for e in _event_rows(con) if e[5] == dataset]
+              for e in _event_rows(con) if e[5] == dataset and e[4] in ("budget", "migrated")]
     return BudgetStatus(dataset, row[0], row[1], spent_eps, spent_delta, releases, events)
 
 
 def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset: str = DEFAULT_DATASET) -> None:
     """Refuse now, before any work, if a release of this cost cannot fit (charge decides)."""
     _require_schema(con)
-    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-    if row is None:
-        raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
+    row = _budget_row(con, dataset)
     eps_costs, delta_costs = _costs(con, dataset)
     _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
     witness = anchors.witness_for(_store_path(con))
@@ -217,9 +226,7 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
     def attempt() -> Charge:
         with transaction(con):
             _require_schema(con)
-            row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-            if row is None:
-                raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
+            row = _budget_row(con, dataset)
             head_seq, head_hash, chain_id = _verified_head(con, store_path, witness)
             eps_costs, delta_costs = _verified_costs(con, dataset)
             _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
@@ -296,7 +303,8 @@ def head(con: duckdb.DuckDBPyConnection) -> Charge:
 
 def needs_migration(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store's ledger is in an earlier version's format (a write brings it up to date)."""
-    return _state(*_catalog(con)) in ("unchained", "unevented")
+    tables, cols = _catalog(con)
+    return _state(tables, cols) in ("unchained", "unevented")
 
 
 def measurements(con: duckdb.DuckDBPyConnection, release_id: str) -> list[dict]:
@@ -415,7 +423,7 @@ class Finding:
 
 
 def verify(con: duckdb.DuckDBPyConnection, *, maps: bool = True, plans: Iterable[str | Path] = (),
-           witness: str | Path | None = None) -> list[Finding]:
+           witness: str | Path | None = None, registered_witness: bool = True) -> list[Finding]:
     """Every problem with the ledger: missing tables or an emptied chain, a broken chain, a
     head that is not the last row, a budget total that is not its last budget event's, a
     charged cost that is not its measurements' maps, a d_in that is not the sensitivity
@@ -459,6 +467,8 @@ def verify(con: duckdb.DuckDBPyConnection, *, maps: bool = True, plans: Iterable
     findings.extend(_budget_findings(con, links, state))
     if state == "current":
         findings.extend(_plan_findings(con))
+    if witness is None and registered_witness:
+        witness = anchors.witness_for(_store_path(con))
     findings.extend(_anchor_findings(con, links, plans, witness))
     return findings
 
@@ -561,7 +571,6 @@ def _anchor_findings(con, links: list[_Link], plans: Iterable[str | Path],
                      witness: str | Path | None) -> list[Finding]:
     plans = list(plans)
     store_path = _store_path(con)
-    witness = witness if witness is not None else anchors.witness_for(store_path)
     if not plans and witness is None:
         return []
     hashes = {lk.seq: lk.row_hash or "" for lk in links if lk.seq is not None}
@@ -616,7 +625,7 @@ def _check_measurements(release_id, seq, epsilon, delta, params_text, measuremen
 def _verified_head(con, store_path: str | None, witness: Path | None) -> tuple[int, str, str | None]:
     """The chain's head and id, after checking the whole chain (hashes, not maps) and, when
     the store has a witness, the witness's lines."""
-    findings = verify(con, maps=False, witness=witness)
+    findings = verify(con, maps=False, witness=witness, registered_witness=False)
     if findings:
         more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
         raise LedgerTampered(f"refused: the ledger does not check ({findings[0].line()}{more}); "
@@ -695,29 +704,47 @@ def _witness_append(witness: Path, store_path: str | None, charged: Charge) -> N
 
 # -- the schema: present, migrated, or tampered -----------------------------------------
 
-def _catalog(con) -> tuple[set[str], set[str]]:
-    """The tables of the connection's default database and the columns of its ledger."""
+def _catalog(con) -> tuple[set[str], dict[str, dict[str, str]]]:
+    """The tables of the connection's default database, and the columns (name → type) of
+    the ledger's tables among them."""
     tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
                                         "current_database() AND schema_name = 'main'").fetchall()}
-    cols = {c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE database_name = "
-                                      "current_database() AND schema_name = 'main' AND table_name = 'ledger'"
-                                      ).fetchall()}
+    cols: dict[str, dict[str, str]] = {}
+    for t, c, ty in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                                "WHERE database_name = current_database() AND schema_name = 'main' "
+                                "AND table_name IN (SELECT unnest($t::VARCHAR[]))",
+                                {"t": list(CHAIN_TABLES)}).fetchall():
+        cols.setdefault(t, {})[c] = ty
     return tables, cols
 
 
-def _state(tables: set[str], cols: set[str]) -> str:
+def _state(tables: set[str], cols: dict[str, dict[str, str]]) -> str:
     """'new' (no store table), 'unchained' (a ledger from before the hash chain),
     'unevented' (a chain from before ledger events and stored plans), 'current', or
-    'broken' (some of the ledger's tables are missing)."""
+    'broken' (some of the ledger's tables or columns are missing or changed)."""
     if not tables & ({t for t, _ in _HOLDINGS} | set(CHAIN_TABLES) | {"pipeline", "users"}):
         return "new"
-    if "ledger" in tables and "row_hash" not in cols:
+    if "ledger" in tables and "row_hash" not in cols.get("ledger", {}):
         return "unchained"
     if "ledger_events" not in tables and "release_plans" not in tables and {"ledger", "ledger_head"} <= tables:
         return "unevented"
-    if any(t not in tables for t in CHAIN_TABLES):
-        return "broken"
-    return "current"
+    return "broken" if _damage(tables, cols) else "current"
+
+
+def _damage(tables: set[str], cols: dict[str, dict[str, str]]) -> list[str]:
+    """What is missing or changed of the ledger's tables, in words."""
+    gone = [t for t in CHAIN_TABLES if t not in tables]
+    out = [f"tables {', '.join(gone)} are missing" if len(gone) > 1 else f"table {gone[0]} is missing"] if gone else []
+    for t, want in _COLUMNS.items():
+        if t not in tables:
+            continue
+        have = cols.get(t, {})
+        for c, ty in want.items():
+            if c not in have:
+                out.append(f"column {t}.{c} is missing")
+            elif have[c] != ty:
+                out.append(f"column {t}.{c} is {have[c]}, not {ty}")
+    return out
 
 
 def _holdings(con, tables: set[str]) -> str:
@@ -738,13 +765,10 @@ def _schema_findings(con) -> tuple[str, set[str], list[Finding]]:
     state = _state(tables, cols)
     if state != "broken":
         return state, tables, []
-    missing = [t for t in CHAIN_TABLES if t not in tables]
+    damage = _damage(tables, cols)
     held = _holdings(con, tables)
-    names = ", ".join(missing)
-    return state, tables, [Finding(None, None, f"table{'s' if len(missing) > 1 else ''} {names} "
-                                               f"{'are' if len(missing) > 1 else 'is'} missing"
-                                               + (f" while the store holds {held}" if held else "")
-                                               + ": the ledger was removed", where="the store")]
+    return state, tables, [Finding(None, None, "; ".join(damage) + (f" while the store holds {held}" if held else "")
+                                   + ": the ledger was removed or altered", where="the store")]
 
 
 def _require_schema(con) -> None:
@@ -855,6 +879,19 @@ def _with_retry(attempt, on_commit: Callable[[], None] | None = None):
                 raise
     finally:
         _CHARGE_LOCK.release()
+
+
+def _budget_row(con, dataset: str) -> tuple:
+    """The dataset's (ε total, δ total); a budget the chain set but the table lost is
+    tampering (exit 1), one never set is bad input."""
+    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
+    if row is not None:
+        return row
+    if first_row(con.execute("SELECT seq FROM ledger_events WHERE dataset = $d AND kind IN ('budget', 'migrated') "
+                             "LIMIT 1", {"d": dataset})) is not None:
+        raise LedgerTampered(f"refused: the budget of {dataset!r} was deleted from the store, but the ledger set it; "
+                             "run dpspin budget --verify; nothing was charged")
+    raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
 
 
 def _costs(con, dataset: str) -> tuple[list[float], list[float]]:

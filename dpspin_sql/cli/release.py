@@ -248,7 +248,8 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
                      " (no anchor outside the store was given: --plan, --witness)"), markup=False, highlight=False)
         return
     if witness is not None:
-        findings = ledger.verify(con, maps=False, witness=witness if witness.exists() else None)
+        findings = ledger.verify(con, maps=False, witness=witness if witness.exists() else None,
+                                 registered_witness=False)
         if findings:
             raise LedgerTampered(f"refused: the ledger does not check ({findings[0].line()}); the witness "
                                  f"{witness} was not extended")
