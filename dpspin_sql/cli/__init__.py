@@ -76,6 +76,8 @@ def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (for tests and embedding). In the main thread,
     SIGINT and SIGTERM are handled for the command's duration (module docstring)."""
     with interrupts.handling():
+        if argv and argv[0] in _CHARGING:   # until its charge commits (release.py says what happened then)
+            interrupts.status("nothing was charged")
         try:
             rc = _run(argv)
         except interrupts.Interrupted:   # a signal that arrived as the command ended
@@ -84,6 +86,9 @@ def run(argv: list[str] | None = None) -> int:
         if signum is not None:
             return _interrupted(signum)
         return rc
+
+
+_CHARGING = ("release", "sql")   # the commands that charge the ledger of the store they are given
 
 
 def _interrupted(signum: int) -> int:

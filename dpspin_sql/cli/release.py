@@ -90,10 +90,8 @@ def release(db: Path = DB,
     With --from-sketch, the sketch is one a warehouse computed (two-phase release, docs/WAREHOUSE.md):
     dpspin release --from-sketch RESULT.csv --statement QUERY.sql --dialect bigquery --db STORE --out PLAN.json
     """
-    from dpspin_sql import interrupts
     from dpspin_sql.outputs import Outputs
 
-    interrupts.status("nothing was charged")
     if witness is not None:
         anchors.register(db, witness)
     flags = {"--mechanism": mechanism, "--epsilon": epsilon, "--delta": delta, "--unit": unit,
