@@ -128,7 +128,11 @@ def _again(signum: int) -> None:
     main = threading.main_thread().ident
     if main is None:
         return
-    timer = threading.Timer(_RETRY_S, lambda: _STATE.installed and signal.pthread_kill(main, signum))
+    def send() -> None:
+        if _STATE.installed:
+            signal.pthread_kill(main, signum)
+
+    timer = threading.Timer(_RETRY_S, send)
     timer.daemon = True
     timer.start()
 

@@ -130,7 +130,7 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
         raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
     if not (_finite(delta_total) and 0 <= delta_total < 1):
         raise BadInput(f"--delta-budget must lie in [0, 1), not {delta_total!r}")
-    eps, delta = float(epsilon_total), float(delta_total)
+    epsilon_total, delta_total = float(epsilon_total), float(delta_total)
     store_path = _store_path(con)
     witness = anchors.witness_for(store_path)
     if witness is not None:
@@ -148,14 +148,14 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
                                f"dataset (its target split) and so one budget: charge releases to {other[0]!r}, "
                                "or put other data in a store of its own")
             current = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-            if current is not None and (float(current[0]), float(current[1])) == (eps, delta):
+            if current is not None and (float(current[0]), float(current[1])) == (epsilon_total, delta_total):
                 return None
             _, _, chain_id = _verified_head(con, store_path, witness)
             spent_eps, spent_delta = _spent(con, dataset)
-            if eps < spent_eps or delta < spent_delta:
+            if epsilon_total < spent_eps or delta_total < spent_delta:
                 raise BadInput(f"cannot set the budget below what is already spent (ε {spent_eps:g}, δ {spent_delta:g})")
-            con.execute(queries.load("ledger_set_budget"), {"dataset": dataset, "eps": eps, "delta": delta})
-            return _append_event(con, "budget", dataset, eps, delta,
+            con.execute(queries.load("ledger_set_budget"), {"dataset": dataset, "eps": epsilon_total, "delta": delta_total})
+            return _append_event(con, "budget", dataset, epsilon_total, delta_total,
                                  {"experiment_run": True} if experiment_run else None, chain_id)
 
     hold = interrupts.Hold()   # the witness is appended once the change has committed
@@ -223,7 +223,7 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
         anchors.probe_witness(witness)
     hold = interrupts.Hold()
 
-    def attempt() -> Charge:
+    def attempt() -> tuple[Charge, Charge]:
         with transaction(con):
             _require_schema(con)
             row = _budget_row(con, dataset)

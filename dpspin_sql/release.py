@@ -122,7 +122,7 @@ class PaidRelease:
     release_id: str
     epsilon: float
     delta: float
-    store: str | None
+    store: str | Path | None
     out: str | Path | None
 
     def _recover(self) -> str:

@@ -44,12 +44,12 @@ def test_recover_writes_the_stored_plan_and_dictionary_byte_for_byte(released, t
     for rid, original in ((ids[0], "p0"), (None, "p1")):   # no --release: the last one
         out = tmp_path / f"again_{original}.json"
         args = ["recover", "--db", db, "--out", out] + (["--release", rid] if rid else [])
-        rc, so, err = cli(capsys, *args)
+        rc, _, err = cli(capsys, *args)
         assert rc == 0, err
         assert out.read_bytes() == (tmp_path / "plans" / f"{original}.json").read_bytes()
         assert (out.with_name(out.stem + ".dictionary.json").read_bytes()
                 == (tmp_path / "plans" / f"{original}.dictionary.json").read_bytes())
-    rc, so, err = cli(capsys, "summarize", tmp_path / "again_p1.json")
+    rc, _, err = cli(capsys, "summarize", tmp_path / "again_p1.json")
     assert rc == 0, err
 
 
@@ -103,7 +103,7 @@ def test_recover_refuses_a_stored_plan_that_was_edited(released, tmp_path, capsy
 
 
 def test_the_stored_plan_is_what_the_library_returned(released, tmp_path):
-    db, ids = released
+    db, _ = released
     con = store.connect(db)
     plan = release(con, REQUEST)   # no file: the plan is still stored with its charge
     rid, text, _ = ledger.stored_plan(con, plan.release_id)
