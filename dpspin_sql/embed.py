@@ -119,7 +119,13 @@ def session(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnectio
     with _LOCK:
         cur = con.cursor()
     try:
-        if not (_attached_path(cur) and _is_store(cur, CATALOG)):
+        if not _attached_path(cur):
+            raise BadInput(_NOT_INSTALLED)
+        if not _is_store(cur, CATALOG):
+            from dpspin_sql import ledger
+
+            _use_store(cur)
+            ledger.check_schema(cur)   # a store whose ledger was dropped on this connection: tampered (exit 1)
             raise BadInput(_NOT_INSTALLED)
         _use_store(cur)
         _SESSIONS.add(cur)

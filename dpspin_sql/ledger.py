@@ -771,6 +771,11 @@ def _schema_findings(con) -> tuple[str, set[str], list[Finding]]:
                                    + ": the ledger was removed or altered", where="the store")]
 
 
+def check_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse (LedgerTampered, exit 1) a store whose ledger tables are missing or altered."""
+    _require_schema(con)
+
+
 def _require_schema(con) -> None:
     """Refuse (exit 1) a store whose ledger tables are gone, before any query needs them."""
     _, _, findings = _schema_findings(con)
