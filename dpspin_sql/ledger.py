@@ -434,6 +434,8 @@ def verify(con: duckdb.DuckDBPyConnection, *, maps: bool = True, plans: Iterable
     state, tables, findings = _schema_findings(con)
     if findings:
         return findings
+    if state == "new":
+        raise BadInput("this database holds no dpspin store (create one with: dpspin init --db FILE)")
     if state in ("unchained", "unevented"):
         return [Finding(None, None, "is in the format of an earlier version: open the store once for writing "
                                     "(any dpspin command that changes it) to bring it up to date",
@@ -772,13 +774,17 @@ def _schema_findings(con) -> tuple[str, set[str], list[Finding]]:
 
 
 def check_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Refuse (LedgerTampered, exit 1) a store whose ledger tables are missing or altered."""
-    _require_schema(con)
+    """Refuse (LedgerTampered, exit 1) a store whose ledger tables are missing or altered;
+    a database with no store table at all passes (it is not a store)."""
+    _require_schema(con, store_required=False)
 
 
-def _require_schema(con) -> None:
-    """Refuse (exit 1) a store whose ledger tables are gone, before any query needs them."""
-    _, _, findings = _schema_findings(con)
+def _require_schema(con, *, store_required: bool = True) -> None:
+    """Refuse (exit 1) a store whose ledger tables are gone, before any query needs them;
+    a database that holds no store at all is bad input (exit 2)."""
+    state, _, findings = _schema_findings(con)
+    if state == "new" and store_required:
+        raise BadInput("this database holds no dpspin store (create one with: dpspin init --db FILE)")
     if findings:
         raise LedgerTampered(f"refused: the store's ledger was tampered with ({findings[0].line()}); it is not "
                              "re-initialised: restore the store from a backup")
@@ -802,32 +808,32 @@ def migrate(con: duckdb.DuckDBPyConnection, state: str = "current") -> None:
     """After `store.set_up` created the schema: start a new store's chain with its creation
     event; chain the rows of a ledger written before the chain existed; record the budgets
     of a store written before budget events (both trust on first use, and said so in the
-    event: 'migrated')."""
+    event: 'migrated'). Runs inside the caller's transaction (`store.set_up` creates the
+    schema and this in one)."""
     if state == "current":
         return
-    with transaction(con, join=True):
-        if state == "unchained":
-            rows = con.execute(queries.load("ledger_rows")).fetchall()
-            prev = GENESIS
-            for seq, r in enumerate(rows, start=1):
-                content = _Row(seq, prev, r[3], r[4], r[5], r[6], r[7], r[8], r[9] or "", r[10] or "", r[11])
-                prev = content.digest()
-                con.execute(queries.load("ledger_rechain"),
-                            {"seq": seq, "prev_hash": content.prev_hash, "row_hash": prev, "release_id": r[3]})
-            con.execute("DELETE FROM ledger_head")
-            con.execute("INSERT INTO ledger_head VALUES (1, $seq, $hash)", {"seq": len(rows), "hash": prev})
-        if state == "new":   # nothing to protect: the chain starts here
-            con.execute("DELETE FROM ledger_head")
-            con.execute("INSERT INTO ledger_head VALUES (1, 0, $hash)", {"hash": GENESIS})
-            _append_event(con, "created", None, None, None, None, None)
-            return
-        first = first_row(con.execute("SELECT row_hash FROM ledger ORDER BY seq LIMIT 1"))
-        chain_id = first[0] if first else None
-        budgets = con.execute("SELECT dataset, epsilon_total, delta_total FROM budget ORDER BY dataset").fetchall()
-        for dataset, eps, delta in budgets:
-            chain_id = _append_event(con, "migrated", dataset, eps, delta, {"from": state}, chain_id).chain_id
-        if not budgets:
-            _append_event(con, "migrated", None, None, None, {"from": state}, chain_id)
+    if state == "unchained":
+        rows = con.execute(queries.load("ledger_rows")).fetchall()
+        prev = GENESIS
+        for seq, r in enumerate(rows, start=1):
+            content = _Row(seq, prev, r[3], r[4], r[5], r[6], r[7], r[8], r[9] or "", r[10] or "", r[11])
+            prev = content.digest()
+            con.execute(queries.load("ledger_rechain"),
+                        {"seq": seq, "prev_hash": content.prev_hash, "row_hash": prev, "release_id": r[3]})
+        con.execute("DELETE FROM ledger_head")
+        con.execute("INSERT INTO ledger_head VALUES (1, $seq, $hash)", {"seq": len(rows), "hash": prev})
+    if state == "new":   # nothing to protect: the chain starts here
+        con.execute("DELETE FROM ledger_head")
+        con.execute("INSERT INTO ledger_head VALUES (1, 0, $hash)", {"hash": GENESIS})
+        _append_event(con, "created", None, None, None, None, None)
+        return
+    first = first_row(con.execute("SELECT row_hash FROM ledger ORDER BY seq LIMIT 1"))
+    chain_id = first[0] if first else None
+    budgets = con.execute("SELECT dataset, epsilon_total, delta_total FROM budget ORDER BY dataset").fetchall()
+    for dataset, eps, delta in budgets:
+        chain_id = _append_event(con, "migrated", dataset, eps, delta, {"from": state}, chain_id).chain_id
+    if not budgets:
+        _append_event(con, "migrated", None, None, None, {"from": state}, chain_id)
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -178,7 +178,8 @@ def test_a_dropped_ledger_is_never_recreated_by_any_command(case, capsys):
     for argv in (["init", "--db", db, "--epsilon-budget", "5"],
                  ["split", "--db", db, "--unit", "user"],
                  ["budget", "--db", db],
-                 ["recover", "--db", db, "--out", case / "r.json"]):
+                 ["recover", "--db", db, "--out", case / "r.json"],
+                 ["card", case / "plans" / "p0.json", "--db", db, "--out", case / "card.html"]):
         rc, out, err = cli(capsys, *argv)
         assert_one_line_error(rc, out, err, code=1)
         assert "ledger" in err and "120 records" in err, err

@@ -146,7 +146,8 @@ def _run(argv: list[str] | None) -> int:
         _one_line(f"internal error: {type(exc).__name__} (set DPSPIN_DEBUG=1 for a traceback)")
         return 3
     finally:
-        store_lib.close_all(except_for=already_open)
+        with interrupts.deferred():   # a signal now waits until every store is closed
+            store_lib.close_all(except_for=already_open)
     return rc if isinstance(rc, int) else 0
 
 
