@@ -225,9 +225,8 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
 
     def attempt() -> tuple[Charge, Charge]:
         with transaction(con):
-            _require_schema(con)
+            head_seq, head_hash, chain_id = _verified_head(con, store_path, witness)   # the schema first
             row = _budget_row(con, dataset)
-            head_seq, head_hash, chain_id = _verified_head(con, store_path, witness)
             eps_costs, delta_costs = _verified_costs(con, dataset)
             _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
             hold.enter()   # from here to the end of `then`, a signal waits
@@ -534,7 +533,8 @@ def _budget_findings(con, links: list[_Link], state: str) -> list[Finding]:
                 findings.append(Finding(None, None, f"the budget of {dataset!r} (set by row {last[dataset][0].seq}) "
                                                     "was deleted", where="the budget table"))
     for dataset, (eps_total, delta_total) in budgets.items():
-        eps_spent, delta_spent = _spent(con, dataset)
+        costs = [(float(lk.raw[7]), float(lk.raw[8])) for lk in links if lk.kind == "release" and lk.raw[4] == dataset]
+        eps_spent, delta_spent = math.fsum(e for e, _ in costs), math.fsum(d for _, d in costs)
         if eps_spent > eps_total or delta_spent > delta_total:
             findings.append(Finding(None, None, f"dataset {dataset!r} spent (ε={eps_spent:g}, δ={delta_spent:g}) "
                                                 f"beyond its total (ε={eps_total:g}, δ={delta_total:g})"))

@@ -346,3 +346,42 @@ def test_verify_json_lists_every_finding(case, capsys):
     rc, out, _ = cli(capsys, "budget", "--db", db, "--verify", "--json")
     report = json.loads(out)
     assert rc == 1 and not report["ok"] and len(report["findings"]) >= 2
+
+
+# --------------------------------------------------------------------------- stores of earlier versions
+
+def _earlier_store(tmp_path: Path, version: str) -> Path:
+    """A store as an earlier version wrote it, with one charge of genuine measurements:
+    'unevented' (a hash chain, no ledger events or stored plans) or 'unchained' (no chain)."""
+    db = tmp_path / f"{version}.duckdb"
+    con = synthetic_store(db, epsilon_budget=2.0, close=False)
+    release(con, REQUEST)
+    con.close()
+    con = duckdb.connect(str(db))
+    r = con.execute("SELECT release_id, dataset, created_at, mechanism, epsilon, delta, params, measurements, "
+                    "plan_path FROM ledger").fetchall()[0]
+    old_hash = ledger._Row(1, ledger.GENESIS, *r[:6], r[6] or "", r[7] or "", r[8]).digest()
+    con.execute("UPDATE ledger SET seq = 1, prev_hash = ?, row_hash = ?", [ledger.GENESIS, old_hash])
+    con.execute("ALTER TABLE ledger DROP COLUMN plan_stored")
+    con.execute("DROP TABLE ledger_events")
+    con.execute("DROP TABLE release_plans")
+    con.execute("UPDATE ledger_head SET seq = 1, head_hash = ?", [old_hash])
+    if version == "unchained":
+        con.execute("DROP TABLE ledger_head")
+        for c in ("seq", "prev_hash", "row_hash"):
+            con.execute(f"ALTER TABLE ledger DROP COLUMN {c}")
+    con.close()
+    return db
+
+
+@pytest.mark.parametrize("version", ["unevented", "unchained"])
+def test_a_store_of_an_earlier_version_is_brought_up_to_date_once(tmp_path, capsys, version):
+    db = _earlier_store(tmp_path, version)
+    rc, out, err = cli(capsys, "budget", "--db", db, "--verify")   # read-only command: migrates once
+    assert rc == 0 and "1 release(s)" in out, err
+    con = store.connect(db)
+    kinds = [k for (k,) in con.execute("SELECT kind FROM ledger_events ORDER BY seq").fetchall()]
+    assert kinds == ["migrated"] and ledger.verify(con) == []
+    release(con, REQUEST, out=tmp_path / "p.json")
+    assert ledger.verify(con) == []
+    con.close()
