@@ -167,6 +167,14 @@ def test_an_edit_is_named_by_verify_and_refuses_the_next_charge(case, capsys, na
     rc, out, err = verify_cli(capsys, db, *anchored(case))
     assert_one_line_error(rc, out, err, code=1)
     next_charge_refused(capsys, case)
+    # no other command crashes or hangs on it: each refuses in one line, or (reading) works
+    for argv in (["budget", "--db", db], ["budget", "--db", db, "--json"],
+                 ["recover", "--db", db, "--out", case / "r.json"],
+                 ["init", "--db", db, "--epsilon-budget", "4"]):
+        rc, out, err = cli(capsys, *argv)
+        assert rc in (0, 1, 2) and "internal error" not in err and len(err.strip().splitlines()) <= 1, (argv, err)
+        if argv[0] == "init":
+            assert rc == 1, err   # a budget change on a tampered ledger is refused like a charge
 
 
 def test_a_dropped_ledger_is_never_recreated_by_any_command(case, capsys):
