@@ -209,7 +209,7 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
                                             "and the anchors given (--plan, --witness); exit 1 naming the first "
                                             "problem."),
            plans: Optional[list[Path]] = typer.Option(
-               None, "--plan", help="A published plan, or a folder of plans (repeatable): with --verify, its "
+               None, "--plan", metavar="<path>", help="A published plan, or a folder of plans (repeatable): with --verify, its "
                                     "release must be in the ledger with the plan's chain hash (catches a "
                                     "rewound, truncated or replaced ledger)."),
            witness: Optional[Path] = typer.Option(
