@@ -12,7 +12,16 @@ On a DuckDB connection you already have (docs/EMBEDDING.md):
 """
 from __future__ import annotations
 
+import os as _os
+import sys as _sys
+
 __version__ = "0.1.0"
+
+if _sys.argv and _os.path.basename(_sys.argv[0]) == "dpspin":
+    # the console script: SIGINT/SIGTERM give one line from its first moment (dpspin_sql.interrupts)
+    from dpspin_sql import interrupts as _interrupts
+
+    _interrupts.install_early()
 
 __all__ = ["__version__", "install", "session", "run_sql", "emit_sketch"]
 

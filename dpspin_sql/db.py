@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +30,18 @@ def first_line(exc: BaseException) -> str:
     """An exception as one line (DuckDB's messages run over several)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def storage_error(exc: BaseException) -> BadInput | None:
+    """A full disk, said as such ("no space left on device writing FILE"), for a DuckDB
+    error or an OSError; None for any other failure."""
+    text = str(exc)
+    if not ((isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or no_space(exc)):
+        return None
+    match = re.search(r'write (?:to )?(?:file )?"([^"]+)"', text)
+    filename = match.group(1) if match else getattr(exc, "filename", None)
+    where = f" writing {filename}" if filename else ""
+    return BadInput(f"no space left on device{where}; nothing was changed")
 
 
 def is_lock_conflict(exc: BaseException) -> bool:
@@ -80,6 +94,9 @@ def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
         try:
             return action()
         except duckdb.IOException as exc:
+            full = storage_error(exc)
+            if full is not None:
+                raise full from None
             if not is_lock_conflict(exc):
                 raise bad_input(exc, f"cannot {verb} {path}") from None
             if time.monotonic() >= deadline:
@@ -88,8 +105,7 @@ def waiting_for_lock(action: Callable[[], T], path: Any, verb: str) -> T:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
         except duckdb.Error as exc:   # about the file, not its rows: DuckDB's own line says most
-            raise BadInput(f"cannot {verb} {path}: "
-                           + ("no space left on the device" if no_space(exc) else first_line(exc))) from None
+            raise storage_error(exc) or BadInput(f"cannot {verb} {path}: {first_line(exc)}") from None
 
 
 @contextmanager

@@ -52,15 +52,19 @@ __all__ = ["CATALOG", "install", "session", "installed", "resolve", "user_catalo
 
 
 def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget: float | None = None,
-            delta_budget: float | None = None, dataset: str | None = None) -> None:
+            delta_budget: float | None = None, dataset: str | None = None,
+            witness: str | Path | None = None) -> None:
     """Make `con` able to run DP statements, with the dpspin store in the file `store`.
 
     The store is created when `store` does not exist (with the default total budget, or
     `epsilon_budget` / `delta_budget`); an existing store is opened as it is (a given
     budget then changes its total, never below what is spent, like `dpspin init`).
+    `witness` is a file kept outside the store (docs/EMBEDDING.md, "The ledger on your
+    connection"): every charge and budget change checks the ledger against it first and
+    appends the new head; it is started with the current head when it does not exist.
     Idempotent and thread-safe (see the module docstring).
     """
-    from dpspin_sql import ledger
+    from dpspin_sql import anchors, ledger
     from dpspin_sql import store as store_lib
 
     if not isinstance(con, duckdb.DuckDBPyConnection):
@@ -79,6 +83,12 @@ def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget
                            f"({attached or 'in memory'}), not the store {path}")
         _use_store(cur)
         store_lib.set_up(cur)
+        if witness is not None:
+            anchors.probe_witness_directory(witness)
+            anchors.register(path, witness)
+            if not Path(witness).exists():
+                head = ledger.head(cur)
+                anchors.append_witness(witness, path, head.chain_id or head.row_hash, head.seq, head.row_hash)
         if epsilon_budget is not None or delta_budget is not None:
             current = _budget(cur, dataset)
             ledger.set_budget(cur, epsilon_budget if epsilon_budget is not None else current[0],
@@ -109,7 +119,13 @@ def session(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnectio
     with _LOCK:
         cur = con.cursor()
     try:
-        if not (_attached_path(cur) and _is_store(cur, CATALOG)):
+        if not _attached_path(cur):
+            raise BadInput(_NOT_INSTALLED)
+        if not _is_store(cur, CATALOG):
+            from dpspin_sql import ledger
+
+            _use_store(cur)
+            ledger.check_schema(cur)   # a store whose ledger was dropped on this connection: tampered (exit 1)
             raise BadInput(_NOT_INSTALLED)
         _use_store(cur)
         _SESSIONS.add(cur)

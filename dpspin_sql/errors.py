@@ -36,3 +36,10 @@ class StoreBusy(Refusal):
 
 class LedgerTampered(Refusal):
     """The ledger's chain or a stored measurement does not check (exit 1)."""
+
+
+class PlanNotWritten(DpspinError):
+    """A release was charged and its plan stored, but the plan file could not be written
+    (exit 2); the message says how to write it (`dpspin recover`)."""
+
+    exit_code = 2

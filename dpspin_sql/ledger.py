@@ -8,17 +8,32 @@ separate connections) both write that row, so DuckDB's optimistic concurrency ma
 of them conflict; it is retried from the start (re-reading what was spent) until the lock
 timeout, then refused as "store busy". Across processes DuckDB's file lock already
 serialises writers; `store.connect` waits for it. So a charge that would exceed the total
-can never commit.
+can never commit. A failure that is not a conflict (a full disk) is never retried.
 
-Tamper-evident. Rows form a hash chain: each stores sha256 over its own content and the
-previous row's hash, and the head row holds the last hash. An edited cost, a deleted or
-re-ordered row breaks the chain; `verify` also rebuilds every stored OpenDP measurement,
-re-evaluates its privacy map and checks its d_in against the sensitivity table, so even a
-consistently re-hashed edit is caught. A charge refuses to spend on a ledger that fails
-these checks. Each plan carries its release id and the chain hash at its row.
+One transaction charges and stores the plan. `charge(..., publish=...)` calls `publish`
+(which draws the noise and makes the plan) after the release's row is written and before
+the commit, and stores the plan and its dictionary (`release_plans`) in the same
+transaction: the plan becomes visible only with the charge, and there is never a charge
+without its stored plan (docs/DESIGN.md §4). `then` (the plan file's write) runs after
+the commit; SIGINT/SIGTERM from the row's write to the end of `then` are deferred
+(`interrupts`).
+
+Tamper-evident. One hash chain runs through the release rows (`ledger`) and the chain's
+other events (`ledger_events`: the store's creation and every change of a budget's total),
+in `seq` order: each row stores sha256 over its own content and the previous row's hash,
+and the head row holds the last hash. `verify` finds an edited, deleted, inserted or
+re-ordered row, a head that is not the chain's end, missing ledger tables, an emptied
+chain, a budget total that is not the last budget event's, a stored plan that is not its
+row's (or a row whose stored plan is gone); it rebuilds every stored OpenDP measurement,
+re-evaluates its privacy map and checks its d_in against the sensitivity table, so a
+consistently re-hashed cost edit is caught too. A rewound or replaced chain that is
+consistent in itself is caught against anchors kept outside the store: published plans
+and a witness file (`anchors.py`). A charge or budget change refuses to extend a ledger
+that fails these checks.
 
 Costs compose by basic sequential composition, summed with `math.fsum` (exact rounding,
-no tolerance that could let an overspend through).
+no tolerance that could let an overspend through). Every row keeps its serialised
+measurements and their d_in, so an accountant can compose them otherwise later.
 """
 from __future__ import annotations
 
@@ -28,14 +43,16 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from dpspin_sql import queries
-from dpspin_sql.db import first_row, lock_timeout, transaction
+from dpspin_sql import anchors, interrupts, queries
+from dpspin_sql.db import first_row, lock_timeout, storage_error, transaction
 from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
 
 DEFAULT_DATASET = "default"
@@ -43,6 +60,24 @@ DEFAULT_EPSILON_BUDGET = 1.0
 DEFAULT_DELTA_BUDGET = 1e-5
 GENESIS = "sha256:" + "0" * 64
 _CHARGE_LOCK = threading.Lock()   # in-process: threads queue instead of conflicting
+# the tables the ledger is made of (queries/schema.sql), column by column, and the store's
+# tables whose rows a ledger protects
+_COLUMNS = {
+    "ledger": {"release_id": "VARCHAR", "dataset": "VARCHAR", "created_at": "TIMESTAMP", "mechanism": "VARCHAR",
+               "epsilon": "DOUBLE", "delta": "DOUBLE", "params": "JSON", "measurements": "JSON",
+               "plan_path": "VARCHAR", "seq": "BIGINT", "prev_hash": "VARCHAR", "row_hash": "VARCHAR",
+               "plan_stored": "BOOLEAN"},
+    "ledger_head": {"id": "INTEGER", "seq": "BIGINT", "head_hash": "VARCHAR"},
+    "ledger_events": {"event_id": "VARCHAR", "kind": "VARCHAR", "dataset": "VARCHAR", "created_at": "TIMESTAMP",
+                      "epsilon_total": "DOUBLE", "delta_total": "DOUBLE", "details": "VARCHAR", "seq": "BIGINT",
+                      "prev_hash": "VARCHAR", "row_hash": "VARCHAR"},
+    "release_plans": {"release_id": "VARCHAR", "plan": "VARCHAR", "dictionary": "VARCHAR"},
+    "budget": {"dataset": "VARCHAR", "epsilon_total": "DOUBLE", "delta_total": "DOUBLE"},
+}
+CHAIN_TABLES = tuple(_COLUMNS)
+_HOLDINGS = (("records", "record"), ("atoms", "atom"), ("assignments", "assignment row"),
+             ("dictionary", "dictionary"), ("release_plans", "stored plan"), ("ledger", "release row"),
+             ("ledger_events", "ledger event"), ("budget", "budget"))
 
 
 @dataclass
@@ -53,6 +88,7 @@ class BudgetStatus:
     epsilon_spent: float
     delta_spent: float
     releases: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
 
     @property
     def epsilon_remaining(self) -> float:
@@ -66,20 +102,25 @@ class BudgetStatus:
         return {"dataset": self.dataset, "epsilon_total": self.epsilon_total, "delta_total": self.delta_total,
                 "epsilon_spent": self.epsilon_spent, "delta_spent": self.delta_spent,
                 "epsilon_remaining": self.epsilon_remaining, "delta_remaining": self.delta_remaining,
-                "releases": self.releases}
+                "releases": self.releases, "budget_events": self.events}
 
 
 @dataclass(frozen=True)
 class Charge:
-    """A committed charge: the ledger row's id and its chain hash (both go into the plan)."""
+    """A committed row of the chain: its id and hash (both go into the plan), its row
+    number, and the chain's id (the hash of its first row: what a witness names)."""
 
     release_id: str
     row_hash: str
+    seq: int = 0
+    chain_id: str | None = None
 
 
 def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total: float,
                dataset: str = DEFAULT_DATASET, *, experiment_run: bool = False) -> None:
     """Set the total. It may be raised or lowered, but never below what is already spent.
+    Each change is an event of the hash chain; setting the total it already has changes
+    nothing.
 
     A store has one budget: its target split is one protected dataset. `experiment_run` is
     the one exception: each run of an experiment grid (dpspin_sql.experiment) charges a budget
@@ -89,9 +130,15 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
         raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
     if not (_finite(delta_total) and 0 <= delta_total < 1):
         raise BadInput(f"--delta-budget must lie in [0, 1), not {delta_total!r}")
+    epsilon_total, delta_total = float(epsilon_total), float(delta_total)
+    store_path = _store_path(con)
+    witness = anchors.witness_for(store_path)
+    if witness is not None:
+        anchors.probe_witness(witness)
 
-    def attempt() -> None:
+    def attempt() -> Charge | None:
         with transaction(con):
+            _require_schema(con)
             # one store holds one protected dataset, its target split: a second budget name would
             # release the same records again under a budget of its own
             other = first_row(con.execute("SELECT dataset FROM budget WHERE dataset <> $d ORDER BY dataset LIMIT 1",
@@ -100,76 +147,163 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
                 raise BadInput(f"this store already has the budget {other[0]!r}; a store holds one protected "
                                f"dataset (its target split) and so one budget: charge releases to {other[0]!r}, "
                                "or put other data in a store of its own")
+            current = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
+            if current is not None and (float(current[0]), float(current[1])) == (epsilon_total, delta_total):
+                return None
+            _, _, chain_id = _verified_head(con, store_path, witness)
             spent_eps, spent_delta = _spent(con, dataset)
             if epsilon_total < spent_eps or delta_total < spent_delta:
                 raise BadInput(f"cannot set the budget below what is already spent (ε {spent_eps:g}, δ {spent_delta:g})")
-            con.execute(queries.load("ledger_set_budget"),
-                        {"dataset": dataset, "eps": epsilon_total, "delta": delta_total})
+            con.execute(queries.load("ledger_set_budget"), {"dataset": dataset, "eps": epsilon_total, "delta": delta_total})
+            return _append_event(con, "budget", dataset, epsilon_total, delta_total,
+                                 {"experiment_run": True} if experiment_run else None, chain_id)
 
-    _with_retry(attempt)
+    hold = interrupts.Hold()   # the witness is appended once the change has committed
+    try:
+        changed = _with_retry(attempt, on_commit=hold.enter)
+        if changed is not None and witness is not None:
+            _witness_append(witness, store_path, changed)
+    finally:
+        hold.exit()
 
 
 def ensure_budget(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> None:
+    _require_schema(con)
     if first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset})) is None:
         set_budget(con, DEFAULT_EPSILON_BUDGET, DEFAULT_DELTA_BUDGET, dataset)
 
 
 def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> BudgetStatus:
-    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-    if row is None:
-        raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
+    _require_schema(con)
+    row = _budget_row(con, dataset)
     spent_eps, spent_delta = _spent(con, dataset)
     rows = con.execute(queries.load("ledger_releases"), {"dataset": dataset}).fetchall()
     releases = [{"release_id": r[0], "created_at": r[1].isoformat(timespec="seconds"), "mechanism": r[2],
                  "epsilon": r[3], "delta": r[4], "params": json.loads(r[5]) if r[5] else {}, "plan_path": r[6],
                  "chain": r[7]}
                 for r in rows]
-    return BudgetStatus(dataset, row[0], row[1], spent_eps, spent_delta, releases)
+    events = [{"row": e[0], "kind": e[4], "created_at": e[6].isoformat(timespec="seconds"),
+               "epsilon_total": e[7], "delta_total": e[8]}
+              for e in _event_rows(con) if e[5] == dataset and e[4] in ("budget", "migrated")]
+    return BudgetStatus(dataset, row[0], row[1], spent_eps, spent_delta, releases, events)
 
 
 def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset: str = DEFAULT_DATASET) -> None:
     """Refuse now, before any work, if a release of this cost cannot fit (charge decides)."""
-    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-    if row is None:
-        raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
+    _require_schema(con)
+    row = _budget_row(con, dataset)
     eps_costs, delta_costs = _costs(con, dataset)
     _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
+    witness = anchors.witness_for(_store_path(con))
+    if witness is not None:
+        anchors.probe_witness(witness)
 
 
 def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: float, *, mechanism: str,
-           params: dict, measurements: list[dict], plan_path: str | None, dataset: str = DEFAULT_DATASET) -> Charge:
+           params: dict, measurements: list[dict], plan_path: str | None, dataset: str = DEFAULT_DATASET,
+           publish: Callable[[Charge], tuple[str, str]] | None = None,
+           then: Callable[[Charge], None] | None = None) -> Charge:
     """Record a release's cost (what its measurements' maps say), or refuse it. Runs before
-    the plan exists."""
+    the plan exists.
+
+    `publish(charge)` runs inside the charging transaction, after the release's row is
+    written: it draws the noise and returns the plan's text and its dictionary's, which are
+    stored with the row; nothing of it is visible outside this call until the commit. If
+    the transaction does not commit, what `publish` made is dropped unseen (a write
+    conflict retries the whole charge, `publish` included). `then(charge)` runs after the
+    commit (writing the files). Signals are held from the row's write to the end of `then`."""
     if not (_finite(cost_epsilon) and cost_epsilon >= 0 and _finite(cost_delta) and cost_delta >= 0):
         raise BadInput(f"invalid release cost ({cost_epsilon!r}, {cost_delta!r})")
     epsilon, delta = float(cost_epsilon), float(cost_delta)
     release_id = uuid.uuid4().hex[:16]
     params_text, measurements_text = json.dumps(params), json.dumps(measurements)
+    store_path = _store_path(con)
+    witness = anchors.witness_for(store_path)
+    if witness is not None:
+        anchors.probe_witness(witness)
+    hold = interrupts.Hold()
 
-    def attempt() -> Charge:
+    def attempt() -> tuple[Charge, Charge]:
         with transaction(con):
-            row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
-            if row is None:
-                raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
-            head_seq, head_hash = _verified_head(con)
+            head_seq, head_hash, chain_id = _verified_head(con, store_path, witness)   # the schema first
+            row = _budget_row(con, dataset)
             eps_costs, delta_costs = _verified_costs(con, dataset)
             _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
+            hold.enter()   # from here to the end of `then`, a signal waits
             created = datetime.now(UTC).replace(tzinfo=None)
-            content = _Row(head_seq + 1, head_hash, release_id, dataset, created, mechanism, float(epsilon),
-                           float(delta), params_text, measurements_text, plan_path)
+            stored = publish is not None
+            content = _Row(head_seq + 1, head_hash, release_id, dataset, created, mechanism, epsilon,
+                           delta, params_text, measurements_text, plan_path, stored)
             row_hash = content.digest()
             con.execute(queries.load("ledger_insert"), {
                 "release_id": release_id, "dataset": dataset, "created_at": created, "mechanism": mechanism,
-                "eps": float(epsilon), "delta": float(delta), "params": params_text,
+                "eps": epsilon, "delta": delta, "params": params_text,
                 "measurements": measurements_text, "plan_path": plan_path, "seq": head_seq + 1,
-                "prev_hash": head_hash, "row_hash": row_hash})
-            advanced = con.execute(queries.load("ledger_advance_head"),
-                                   {"seq": head_seq + 1, "head_hash": row_hash, "previous_seq": head_seq}).fetchall()
-            if not advanced or advanced[0][0] != 1:
-                raise _Conflict()
-        return Charge(release_id, row_hash)
+                "prev_hash": head_hash, "row_hash": row_hash, "plan_stored": stored})
+            _advance_head(con, head_seq, head_seq + 1, row_hash)
+            charged = Charge(release_id, row_hash, head_seq + 1, chain_id or row_hash)
+            last = charged
+            if publish is not None:
+                plan_text, dictionary_text = publish(charged)
+                con.execute(queries.load("release_plan_insert"),
+                            {"release_id": release_id, "plan": plan_text, "dictionary": dictionary_text})
+                # the next row of the chain pins the stored plan and dictionary by their hashes
+                last = _append_event(con, "plan", dataset, None, None,
+                                     {"release_id": release_id, "plan_sha256": _text_sha(plan_text),
+                                      "dictionary_sha256": _text_sha(dictionary_text)}, charged.chain_id)
+        return charged, last
 
-    return _with_retry(attempt)
+    try:
+        charged, last = _with_retry(attempt)
+        if witness is not None:
+            _witness_append(witness, store_path, last)
+        if then is not None:
+            then(charged)
+    finally:
+        hold.exit()
+    return charged
+
+
+def stored_plan(con: duckdb.DuckDBPyConnection, release_id: str | None = None) -> tuple[str, str, str]:
+    """(release id, plan text, dictionary text) stored with a release (None: the last
+    release that has a stored plan), after checking that the plan is its row's."""
+    _require_schema(con)
+    row = first_row(con.execute(queries.load("release_plan"), {"release_id": release_id}))
+    if row is None:
+        if release_id is None:
+            raise BadInput("this store holds no stored plan (no release was charged by a version that stores "
+                           "plans with their ledger rows)")
+        known = first_row(con.execute("SELECT plan_stored FROM ledger WHERE release_id = $r", {"r": release_id}))
+        if known is None:
+            raise BadInput(f"no release {release_id!r} in the ledger (dpspin budget --db STORE lists them)")
+        if known[0]:
+            raise LedgerTampered(f"refused: release {release_id} was charged with its plan stored, but the stored "
+                                 "plan is gone (the store was edited); run dpspin budget --verify")
+        raise BadInput(f"release {release_id} has no stored plan: it was charged by an earlier version or "
+                       "without a plan (an experiment baseline)")
+    rid, plan_text, dictionary_text = row[0], row[5], row[6]
+    wrong = [f for f in _plan_findings(con) if f.release_id == rid]
+    if wrong:
+        raise LedgerTampered(f"refused: the stored plan of release {rid} does not check ({wrong[0].line()}); "
+                             "run dpspin budget --verify")
+    return rid, plan_text, dictionary_text
+
+
+def head(con: duckdb.DuckDBPyConnection) -> Charge:
+    """The chain's last row (its id, hash, number) and the chain's id, for a witness."""
+    _require_schema(con)
+    links = _links(con, "current")
+    if not links:
+        raise LedgerTampered("refused: the ledger is empty (its first row, the store's creation, is gone); "
+                             "run dpspin budget --verify")
+    last = links[-1]
+    return Charge(last.ident, last.row_hash or "", last.seq or 0, links[0].row_hash)
+
+
+def needs_migration(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store's ledger is in an earlier version's format (a write brings it up to date)."""
+    tables, cols = _catalog(con)
+    return _state(tables, cols) in ("unchained", "unevented")
 
 
 def measurements(con: duckdb.DuckDBPyConnection, release_id: str) -> list[dict]:
@@ -199,6 +333,8 @@ def recompute_cost(records: list[dict]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class _Row:
+    """A release row's hashed content."""
+
     seq: int
     prev_hash: str
     release_id: str
@@ -210,63 +346,252 @@ class _Row:
     params: str
     measurements: str
     plan_path: str | None
+    plan_stored: bool | None = None   # None: a row of an earlier version, hashed without it
 
     def digest(self) -> str:
-        canon = [self.seq, self.prev_hash, self.release_id, self.dataset, self.created_at.isoformat(),
-                 self.mechanism, float(self.epsilon).hex(), float(self.delta).hex(), self.params,
-                 self.measurements, self.plan_path]
-        body = json.dumps(canon, ensure_ascii=False, separators=(",", ":")).encode()
-        return "sha256:" + hashlib.sha256(body).hexdigest()
+        canon: list[Any] = [self.seq, self.prev_hash, self.release_id, self.dataset, self.created_at.isoformat(),
+                            self.mechanism, float(self.epsilon).hex(), float(self.delta).hex(), self.params,
+                            self.measurements, self.plan_path]
+        if self.plan_stored is not None:
+            canon.append(bool(self.plan_stored))
+        return _sha(canon)
+
+
+@dataclass(frozen=True)
+class _Event:
+    """A chain event's hashed content (the store's creation, a budget's new total)."""
+
+    seq: int
+    prev_hash: str
+    event_id: str
+    kind: str
+    dataset: str | None
+    created_at: datetime
+    epsilon_total: float | None
+    delta_total: float | None
+    details: str | None
+
+    def digest(self) -> str:
+        hexed = [None if v is None else float(v).hex() for v in (self.epsilon_total, self.delta_total)]
+        return _sha(["event", self.seq, self.prev_hash, self.event_id, self.kind, self.dataset,
+                     self.created_at.isoformat(), *hexed, self.details])
+
+
+def _text_sha(text: str) -> str:
+    """sha256 of a stored text (a plan, a dictionary), as DuckDB's sha256() computes it."""
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _sha(canon: list) -> str:
+    body = json.dumps(canon, ensure_ascii=False, separators=(",", ":")).encode()
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Link:
+    """One row of the chain, from either table."""
+
+    seq: int | None
+    prev_hash: str | None
+    row_hash: str | None
+    ident: str
+    kind: str            # 'release' or the event's kind
+    digest: str          # what its hash should be
+    raw: tuple
 
 
 @dataclass
 class Finding:
-    """One ledger row that does not check."""
+    """One thing about the ledger that does not check."""
 
     release_id: str | None
     seq: int | None
     problem: str
+    kind: str = "release"
+    where: str | None = None
 
     def line(self) -> str:
-        where = f"row {self.seq} (release {self.release_id})" if self.release_id else "the ledger head"
+        if self.where:
+            where = self.where
+        elif self.release_id:
+            what = "release" if self.kind == "release" else f"{self.kind} event"
+            where = f"row {self.seq} ({what} {self.release_id})"
+        else:
+            where = "the ledger head"
         return f"{where}: {self.problem}"
 
 
-def verify(con: duckdb.DuckDBPyConnection, *, maps: bool = True) -> list[Finding]:
-    """Every problem with the ledger: a broken chain, a head that is not the last row, a
+def verify(con: duckdb.DuckDBPyConnection, *, maps: bool = True, plans: Iterable[str | Path] = (),
+           witness: str | Path | None = None, registered_witness: bool = True) -> list[Finding]:
+    """Every problem with the ledger: missing tables or an emptied chain, a broken chain, a
+    head that is not the last row, a budget total that is not its last budget event's, a
     charged cost that is not its measurements' maps, a d_in that is not the sensitivity
-    table's for the row's parameters, a dataset spent beyond its total."""
-    findings: list[Finding] = []
-    rows = con.execute(queries.load("ledger_rows")).fetchall()
+    table's for the row's parameters, a dataset spent beyond its total, a stored plan that
+    is not its row's; and, against anchors kept outside the store, each given plan's row
+    and each line of the witness (`witness`, else the store's registered one or
+    $DPSPIN_WITNESS) that the ledger no longer holds."""
+    state, tables, findings = _schema_findings(con)
+    if findings:
+        return findings
+    if state == "new":
+        raise BadInput("this database holds no dpspin store (create one with: dpspin init --db FILE)")
+    if state in ("unchained", "unevented"):
+        return [Finding(None, None, "is in the format of an earlier version: open the store once for writing "
+                                    "(any dpspin command that changes it) to bring it up to date",
+                        where="the ledger")]
+    links = _links(con, state)
     prev, expected_seq = GENESIS, 1
-    for r in rows:
-        seq, prev_hash, row_hash, release_id = r[0], r[1], r[2], r[3]
-        content = _Row(seq if seq is not None else -1, prev_hash or "", release_id, r[4], r[5], r[6], r[7], r[8],
-                       r[9] or "", r[10] or "", r[11])
-        if seq != expected_seq:
-            findings.append(Finding(release_id, seq, f"out of sequence (expected row {expected_seq}): a row was "
-                                                     "deleted, inserted or re-ordered"))
-        if prev_hash != prev:
-            findings.append(Finding(release_id, seq, "does not chain to the previous row (a row before it was "
-                                                     "deleted or edited)"))
-        if row_hash != content.digest():
-            findings.append(Finding(release_id, seq, "its content does not match its hash (the row was edited)"))
-        if maps:
-            findings.extend(_check_measurements(release_id, seq, r[7], r[8], r[9], r[10]))
-        prev, expected_seq = row_hash, (seq or expected_seq) + 1
+    for link in links:
+        if link.seq != expected_seq:
+            findings.append(_at(link, f"out of sequence (expected row {expected_seq}): a row was deleted, "
+                                      "inserted or re-ordered"))
+        if link.prev_hash != prev:
+            findings.append(_at(link, "does not chain to the previous row (a row before it was deleted or edited)"))
+        if link.row_hash != link.digest:
+            findings.append(_at(link, "its content does not match its hash (the row was edited)"))
+        if maps and link.kind == "release":
+            r = link.raw
+            findings.extend(_check_measurements(r[3], r[0], r[7], r[8], r[9], r[10]))
+        prev, expected_seq = link.row_hash or "", (link.seq or expected_seq) + 1
     head = first_row(con.execute(queries.load("ledger_head")))
-    head_seq, head_hash = head if head else (0, GENESIS)
-    last_seq = rows[-1][0] if rows else 0
-    if head_seq != last_seq or head_hash != prev:
-        findings.append(Finding(None, None, f"the head says row {head_seq} but the chain ends at row "
+    last_seq = links[-1].seq if links else 0
+    if head is None:
+        findings.append(Finding(None, None, "the head row is missing (table ledger_head was emptied)"))
+    elif head[0] != last_seq or head[1] != prev:
+        findings.append(Finding(None, None, f"the head says row {head[0]} but the chain ends at row "
                                             f"{last_seq}: rows were deleted, added or edited after it"))
-    for dataset, eps_total, delta_total in con.execute("SELECT dataset, epsilon_total, delta_total FROM budget "
-                                                       "ORDER BY dataset").fetchall():
-        eps_spent, delta_spent = _spent(con, dataset)
+    if not links and state == "current":
+        held = _holdings(con, tables)
+        findings.append(Finding(None, None, "it is empty (its first row, the store's creation, is gone): it was "
+                                            "emptied" + (f" while the store holds {held}" if held else ""),
+                                where="the ledger"))
+    findings.extend(_budget_findings(con, links, state))
+    if state == "current":
+        findings.extend(_plan_findings(con))
+    if witness is None and registered_witness:
+        witness = anchors.witness_for(_store_path(con))
+    findings.extend(_anchor_findings(con, links, plans, witness))
+    return findings
+
+
+def _at(link: _Link, problem: str) -> Finding:
+    return Finding(link.ident, link.seq, problem, kind=link.kind)
+
+
+def _links(con, state: str) -> list[_Link]:
+    links = []
+    for r in con.execute(queries.load("ledger_rows")).fetchall():
+        content = _Row(r[0] if r[0] is not None else -1, r[1] or "", r[3], r[4], r[5], r[6], r[7], r[8],
+                       r[9] or "", r[10] or "", r[11], r[12])
+        links.append(_Link(r[0], r[1], r[2], r[3], "release", content.digest(), r))
+    if state == "current":
+        for e in _event_rows(con):
+            content_e = _Event(e[0], e[1], e[3], e[4], e[5], e[6], e[7], e[8], e[9])
+            links.append(_Link(e[0], e[1], e[2], e[3], e[4], content_e.digest(), e))
+    links.sort(key=lambda lk: (-1 if lk.seq is None else lk.seq, str(lk.raw[5] if lk.kind == "release"
+                                                                      else lk.raw[6]), lk.ident))
+    return links
+
+
+def _event_rows(con) -> list[tuple]:
+    return con.execute(queries.load("ledger_event_rows")).fetchall()
+
+
+def _budget_findings(con, links: list[_Link], state: str) -> list[Finding]:
+    """Each budget's total is its last budget event's; no event set a total below what was
+    spent before it; no dataset spent beyond its total."""
+    findings: list[Finding] = []
+    budgets = {d: (e, dl) for d, e, dl in con.execute("SELECT dataset, epsilon_total, delta_total FROM budget "
+                                                      "ORDER BY dataset").fetchall()}
+    if state == "current":
+        last: dict[str, tuple[_Link, float, float]] = {}
+        spent: dict[str, tuple[list[float], list[float]]] = {}
+        for link in links:
+            if link.kind == "release":
+                e_list, d_list = spent.setdefault(link.raw[4], ([], []))
+                e_list.append(float(link.raw[7]))
+                d_list.append(float(link.raw[8]))
+            elif link.kind in ("budget", "migrated") and link.raw[5] is not None:
+                dataset, eps, dlt = link.raw[5], link.raw[7], link.raw[8]
+                e_list, d_list = spent.get(dataset, ([], []))
+                if eps is None or dlt is None or eps < math.fsum(e_list) or dlt < math.fsum(d_list):
+                    findings.append(_at(link, f"sets the total of {dataset!r} below what was spent before it"))
+                last[dataset] = (link, float(eps or 0.0), float(dlt or 0.0))
+        for dataset, (eps_total, delta_total) in budgets.items():
+            if dataset not in last:
+                findings.append(Finding(None, None, f"the budget of {dataset!r} (ε={eps_total:g}, δ={delta_total:g}) "
+                                                    "was set outside dpspin: no budget event of the ledger has it",
+                                        where="the budget table"))
+            elif (float(eps_total), float(delta_total)) != last[dataset][1:]:
+                link, e, d = last[dataset]
+                findings.append(Finding(None, None, f"the budget of {dataset!r} says ε={eps_total:g}, "
+                                                    f"δ={delta_total:g}, but its last budget event (row {link.seq}) "
+                                                    f"set ε={e:g}, δ={d:g}: the total was changed outside dpspin",
+                                        where="the budget table"))
+        for dataset in last:
+            if dataset not in budgets:
+                findings.append(Finding(None, None, f"the budget of {dataset!r} (set by row {last[dataset][0].seq}) "
+                                                    "was deleted", where="the budget table"))
+    for dataset, (eps_total, delta_total) in budgets.items():
+        costs = [(float(lk.raw[7]), float(lk.raw[8])) for lk in links if lk.kind == "release" and lk.raw[4] == dataset]
+        eps_spent, delta_spent = math.fsum(e for e, _ in costs), math.fsum(d for _, d in costs)
         if eps_spent > eps_total or delta_spent > delta_total:
             findings.append(Finding(None, None, f"dataset {dataset!r} spent (ε={eps_spent:g}, δ={delta_spent:g}) "
                                                 f"beyond its total (ε={eps_total:g}, δ={delta_total:g})"))
     return findings
+
+
+def _plan_findings(con) -> list[Finding]:
+    """Each stored plan is its release row's (same release id, chain hash and cost) and is
+    the text whose hash the chain's plan event holds; each row charged with a stored plan
+    still has it."""
+    out = []
+    for (rid, seq, row_hash, eps, delta, plan_stored, has_row, has_plan, plan_release, plan_chain,
+         plan_eps, plan_delta, plan_valid, pinned, pinned_seq, same_texts) in con.execute(
+            queries.load("ledger_plans_check")).fetchall():
+        if not has_row:
+            out.append(Finding(rid, None, "a stored plan whose ledger row is gone: the row was deleted (the ledger "
+                                          "was truncated or rewound)", where=f"the stored plan of release {rid}"))
+        elif not has_plan:
+            if plan_stored:
+                out.append(Finding(rid, seq, "was charged with its plan stored, but the stored plan is gone"))
+        elif not plan_valid or plan_release != rid or plan_chain != row_hash:
+            out.append(Finding(rid, seq, "its stored plan is not this row's plan (another release id or chain "
+                                         "hash): the row or the plan was edited"))
+        elif plan_eps is not None and (plan_eps, plan_delta) != (eps, delta):
+            out.append(Finding(rid, seq, f"charged (ε={eps!r}, δ={delta!r}) but its stored plan says it cost "
+                                         f"(ε={plan_eps!r}, δ={plan_delta!r})"))
+        elif plan_stored and not pinned:
+            out.append(Finding(rid, seq, "its plan event (the chain's record of the stored plan's hash) is gone"))
+        elif plan_stored and not same_texts:
+            out.append(Finding(rid, seq, f"its stored plan or dictionary is not the text whose hash row {pinned_seq} "
+                                         "holds: the stored plan was edited"))
+    return out
+
+
+def _anchor_findings(con, links: list[_Link], plans: Iterable[str | Path],
+                     witness: str | Path | None) -> list[Finding]:
+    plans = list(plans)
+    store_path = _store_path(con)
+    if not plans and witness is None:
+        return []
+    hashes = {lk.seq: lk.row_hash or "" for lk in links if lk.seq is not None}
+    out = []
+    if plans:
+        rows = {lk.ident: (lk.seq or 0, lk.row_hash or "") for lk in links if lk.kind == "release"}
+        pins = {}
+        for lk in links:
+            if lk.kind == "plan" and lk.raw[9]:
+                details = json.loads(lk.raw[9])
+                pins[details.get("release_id")] = details.get("plan_sha256")
+        for where, problem in anchors.check_plans(anchors.read_plan_anchors(plans), rows, pins):
+            out.append(Finding(None, None, problem, where=where))
+    if witness is not None:
+        chain_id = links[0].row_hash if links else None
+        for where, problem in anchors.check_witness(anchors.read_witness(witness), store_path, chain_id, hashes,
+                                                    str(witness)):
+            out.append(Finding(None, None, problem, where=where))
+    return out
 
 
 def _check_measurements(release_id, seq, epsilon, delta, params_text, measurements_text) -> list[Finding]:
@@ -299,14 +624,19 @@ def _check_measurements(release_id, seq, epsilon, delta, params_text, measuremen
     return out
 
 
-def _verified_head(con) -> tuple[int, str]:
-    """The chain's head, after checking the whole chain (cheap: hashes only)."""
-    findings = verify(con, maps=False)
+def _verified_head(con, store_path: str | None, witness: Path | None) -> tuple[int, str, str | None]:
+    """The chain's head and id, after checking the whole chain (hashes, not maps) and, when
+    the store has a witness, the witness's lines."""
+    findings = verify(con, maps=False, witness=witness, registered_witness=False)
     if findings:
-        raise LedgerTampered(f"refused: the ledger does not check ({findings[0].line()}); "
+        more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
+        raise LedgerTampered(f"refused: the ledger does not check ({findings[0].line()}{more}); "
                              "run dpspin budget --verify; nothing was charged")
     head = first_row(con.execute(queries.load("ledger_head")))
-    return (int(head[0]), head[1]) if head else (0, GENESIS)
+    first = first_row(con.execute("SELECT row_hash FROM (SELECT seq, row_hash FROM ledger UNION ALL "
+                                  "SELECT seq, row_hash FROM ledger_events) ORDER BY seq LIMIT 1"))
+    assert head is not None   # verify found no missing head
+    return int(head[0]), head[1], first[0] if first else None
 
 
 def _verified_costs(con, dataset: str) -> tuple[list[float], list[float]]:
@@ -335,19 +665,175 @@ def _verified_costs(con, dataset: str) -> tuple[list[float], list[float]]:
     return eps_costs, delta_costs
 
 
-def migrate(con: duckdb.DuckDBPyConnection) -> None:
-    """Chain the rows of a ledger written before the chain existed (trust on first use)."""
-    if first_row(con.execute(queries.load("ledger_head"))) is not None:
+def _advance_head(con, previous_seq: int, seq: int, row_hash: str) -> None:
+    advanced = con.execute(queries.load("ledger_advance_head"),
+                           {"seq": seq, "head_hash": row_hash, "previous_seq": previous_seq}).fetchall()
+    if not advanced or advanced[0][0] != 1:
+        # the head was checked in this very transaction: a concurrent charge conflicts instead
+        raise LedgerTampered("refused: the ledger's head row is missing or moved; run dpspin budget --verify; "
+                             "nothing was charged")
+
+
+def _append_event(con, kind: str, dataset: str | None, eps: float | None, delta: float | None,
+                  details: dict | None, chain_id: str | None) -> Charge:
+    head = first_row(con.execute(queries.load("ledger_head")))
+    if head is None:
+        raise LedgerTampered("refused: the ledger's head row is missing; run dpspin budget --verify")
+    seq, prev = int(head[0]) + 1, head[1]
+    event_id = uuid.uuid4().hex[:16]
+    created = datetime.now(UTC).replace(tzinfo=None)
+    details_text = json.dumps(details, sort_keys=True) if details else None
+    row_hash = _Event(seq, prev, event_id, kind, dataset, created, eps, delta, details_text).digest()
+    con.execute(queries.load("ledger_event_insert"), {
+        "event_id": event_id, "kind": kind, "dataset": dataset, "created_at": created, "eps": eps, "delta": delta,
+        "details": details_text, "seq": seq, "prev_hash": prev, "row_hash": row_hash})
+    _advance_head(con, seq - 1, seq, row_hash)
+    return Charge(event_id, row_hash, seq, chain_id or row_hash)
+
+
+def _witness_append(witness: Path, store_path: str | None, charged: Charge) -> None:
+    """After the commit: a witness that cannot take the line is said, not fatal (the
+    ledger is right; the witness is behind, which its next line catches up)."""
+    import sys
+
+    try:
+        anchors.append_witness(witness, store_path, charged.chain_id or charged.row_hash, charged.seq,
+                               charged.row_hash)
+    except OSError as exc:
+        print(f"warning: the witness {witness} could not be appended to ({exc.strerror}); record the head "
+              f"with: dpspin budget --db {store_path or 'STORE'} --witness {witness}", file=sys.stderr)
+
+
+# -- the schema: present, migrated, or tampered -----------------------------------------
+
+def _catalog(con) -> tuple[set[str], dict[str, dict[str, str]]]:
+    """The tables of the connection's default database, and the columns (name → type) of
+    the ledger's tables among them."""
+    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                        "current_database() AND schema_name = 'main'").fetchall()}
+    cols: dict[str, dict[str, str]] = {}
+    for t, c, ty in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                                "WHERE database_name = current_database() AND schema_name = 'main' "
+                                "AND table_name IN (SELECT unnest($t::VARCHAR[]))",
+                                {"t": list(CHAIN_TABLES)}).fetchall():
+        cols.setdefault(t, {})[c] = ty
+    return tables, cols
+
+
+def _state(tables: set[str], cols: dict[str, dict[str, str]]) -> str:
+    """'new' (no store table), 'unchained' (a ledger from before the hash chain),
+    'unevented' (a chain from before ledger events and stored plans), 'current', or
+    'broken' (some of the ledger's tables or columns are missing or changed)."""
+    if not tables & ({t for t, _ in _HOLDINGS} | set(CHAIN_TABLES) | {"pipeline", "users"}):
+        return "new"
+    if "ledger" in tables and "row_hash" not in cols.get("ledger", {}):
+        return "unchained"
+    if "ledger_events" not in tables and "release_plans" not in tables and {"ledger", "ledger_head"} <= tables:
+        return "unevented"
+    return "broken" if _damage(tables, cols) else "current"
+
+
+def _damage(tables: set[str], cols: dict[str, dict[str, str]]) -> list[str]:
+    """What is missing or changed of the ledger's tables, in words."""
+    gone = [t for t in CHAIN_TABLES if t not in tables]
+    out = [f"tables {', '.join(gone)} are missing" if len(gone) > 1 else f"table {gone[0]} is missing"] if gone else []
+    for t, want in _COLUMNS.items():
+        if t not in tables:
+            continue
+        have = cols.get(t, {})
+        for c, ty in want.items():
+            if c not in have:
+                out.append(f"column {t}.{c} is missing")
+            elif have[c] != ty:
+                out.append(f"column {t}.{c} is {have[c]}, not {ty}")
+    return out
+
+
+def _holdings(con, tables: set[str]) -> str:
+    """What the store holds, in words ('' when nothing)."""
+    db = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
+    said = []
+    for table, words in _HOLDINGS:
+        if table in tables:
+            n = con.execute(f'SELECT count(*) FROM "{db}".main.{table}').fetchall()[0][0]
+            if n:
+                said.append(f"a {words}" if n == 1 and words in ("dictionary", "budget") else
+                            f"{n:,} {words}{'' if n == 1 else 's'}")
+    return ", ".join(said)
+
+
+def _schema_findings(con) -> tuple[str, set[str], list[Finding]]:
+    tables, cols = _catalog(con)
+    state = _state(tables, cols)
+    if state != "broken":
+        return state, tables, []
+    damage = _damage(tables, cols)
+    held = _holdings(con, tables)
+    return state, tables, [Finding(None, None, "; ".join(damage) + (f" while the store holds {held}" if held else "")
+                                   + ": the ledger was removed or altered", where="the store")]
+
+
+def check_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse (LedgerTampered, exit 1) a store whose ledger tables are missing or altered;
+    a database with no store table at all passes (it is not a store)."""
+    _require_schema(con, store_required=False)
+
+
+def _require_schema(con, *, store_required: bool = True) -> None:
+    """Refuse (exit 1) a store whose ledger tables are gone, before any query needs them;
+    a database that holds no store at all is bad input (exit 2)."""
+    state, _, findings = _schema_findings(con)
+    if state == "new" and store_required:
+        raise BadInput("this database holds no dpspin store (create one with: dpspin init --db FILE)")
+    if findings:
+        raise LedgerTampered(f"refused: the store's ledger was tampered with ({findings[0].line()}); it is not "
+                             "re-initialised: restore the store from a backup")
+
+
+def before_set_up(con: duckdb.DuckDBPyConnection) -> str:
+    """Called by `store.set_up` before it creates or migrates anything: what it found
+    ('new', 'unchained', 'unevented' or 'current', for `migrate`). A store whose ledger
+    tables are missing while it holds anything is refused as tampered (exit 1), never
+    re-initialised; one that holds nothing (a creation that never finished) is new."""
+    tables, cols = _catalog(con)
+    state = _state(tables, cols)
+    if state == "broken":
+        if _holdings(con, tables):
+            _require_schema(con)
+        return "new"
+    return state
+
+
+def migrate(con: duckdb.DuckDBPyConnection, state: str = "current") -> None:
+    """After `store.set_up` created the schema: start a new store's chain with its creation
+    event; chain the rows of a ledger written before the chain existed; record the budgets
+    of a store written before budget events (both trust on first use, and said so in the
+    event: 'migrated'). Runs inside the caller's transaction (`store.set_up` creates the
+    schema and this in one)."""
+    if state == "current":
         return
-    rows = con.execute(queries.load("ledger_rows")).fetchall()
-    with transaction(con):
+    if state == "unchained":
+        rows = con.execute(queries.load("ledger_rows")).fetchall()
         prev = GENESIS
         for seq, r in enumerate(rows, start=1):
             content = _Row(seq, prev, r[3], r[4], r[5], r[6], r[7], r[8], r[9] or "", r[10] or "", r[11])
             prev = content.digest()
             con.execute(queries.load("ledger_rechain"),
                         {"seq": seq, "prev_hash": content.prev_hash, "row_hash": prev, "release_id": r[3]})
+        con.execute("DELETE FROM ledger_head")
         con.execute("INSERT INTO ledger_head VALUES (1, $seq, $hash)", {"seq": len(rows), "hash": prev})
+    if state == "new":   # nothing to protect: the chain starts here
+        con.execute("DELETE FROM ledger_head")
+        con.execute("INSERT INTO ledger_head VALUES (1, 0, $hash)", {"hash": GENESIS})
+        _append_event(con, "created", None, None, None, None, None)
+        return
+    first = first_row(con.execute("SELECT row_hash FROM ledger ORDER BY seq LIMIT 1"))
+    chain_id = first[0] if first else None
+    budgets = con.execute("SELECT dataset, epsilon_total, delta_total FROM budget ORDER BY dataset").fetchall()
+    for dataset, eps, delta in budgets:
+        chain_id = _append_event(con, "migrated", dataset, eps, delta, {"from": state}, chain_id).chain_id
+    if not budgets:
+        _append_event(con, "migrated", None, None, None, {"from": state}, chain_id)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -356,9 +842,24 @@ class _Conflict(Exception):
     """The head moved under this charge: retry from the start."""
 
 
-def _with_retry(attempt):
+def _store_path(con) -> str | None:
+    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return rows[0][0] if rows and rows[0][0] else None
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    if isinstance(exc, _Conflict):
+        return True
+    text = str(exc).lower()
+    if isinstance(exc, duckdb.ConstraintException):
+        return "ledger" in text
+    return "conflict" in text
+
+
+def _with_retry(attempt, on_commit: Callable[[], None] | None = None):
     """Run `attempt` (one transaction) until it commits without a write conflict, waiting
-    up to the lock timeout; then refuse as store busy."""
+    up to the lock timeout; then refuse as store busy. Anything else that fails the
+    transaction (a full disk, an I/O error) is said at once, never retried."""
     deadline = time.monotonic() + lock_timeout()
     delay = 0.005
     if not _CHARGE_LOCK.acquire(timeout=lock_timeout()):
@@ -367,17 +868,41 @@ def _with_retry(attempt):
     try:
         while True:
             try:
-                return attempt()
+                result = attempt()
+                if on_commit is not None:
+                    on_commit()
+                return result
             except (_Conflict, duckdb.TransactionException, duckdb.ConstraintException) as exc:
-                if isinstance(exc, duckdb.ConstraintException) and "ledger" not in str(exc).lower():
+                if not _is_conflict(exc):
+                    full = storage_error(exc)
+                    if full is not None:
+                        raise full from None
                     raise
                 if time.monotonic() >= deadline:
                     raise StoreBusy("store busy: the ledger kept changing under this release for "
                                     f"{lock_timeout():g} s (DPSPIN_LOCK_TIMEOUT); nothing was charged") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
+            except duckdb.Error as exc:
+                full = storage_error(exc)
+                if full is not None:
+                    raise full from None
+                raise
     finally:
         _CHARGE_LOCK.release()
+
+
+def _budget_row(con, dataset: str) -> tuple:
+    """The dataset's (ε total, δ total); a budget the chain set but the table lost is
+    tampering (exit 1), one never set is bad input."""
+    row = first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset}))
+    if row is not None:
+        return row
+    if first_row(con.execute("SELECT seq FROM ledger_events WHERE dataset = $d AND kind IN ('budget', 'migrated') "
+                             "LIMIT 1", {"d": dataset})) is not None:
+        raise LedgerTampered(f"refused: the budget of {dataset!r} was deleted from the store, but the ledger set it; "
+                             "run dpspin budget --verify; nothing was charged")
+    raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
 
 
 def _costs(con, dataset: str) -> tuple[list[float], list[float]]:

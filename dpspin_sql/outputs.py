@@ -7,9 +7,14 @@ that is not a plan; names ending in `.dictionary.json` are reserved for the publ
 dictionary written beside a plan. Every check runs before the ledger is charged, so a
 refused output costs nothing.
 
+Every output's directory is probed before anything is charged: a temporary file is
+created and removed there (`reserve` also writes the bytes the output will need, so a full
+disk is found before the charge, not after).
+
 Writes go through a temporary file in the target's directory and a rename, so a reader
 never sees half a file; temporary files an earlier, killed write left for the same target
-are removed first.
+are removed first. SIGINT/SIGTERM wait while a file is written (`interrupts`): a write is
+whole or absent, and leaves no temporary file.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dpspin_sql import interrupts
+from dpspin_sql.db import storage_error
 from dpspin_sql.errors import BadInput
 
 SIDECAR_SUFFIX = ".dictionary.json"
@@ -89,11 +96,49 @@ class Outputs:
                 raise BadInput(f"{option} {path} already exists; pass --force to replace it")
             if not _looks_like_plan(path):
                 raise BadInput(f"{option} {path} exists and is not a dpspin plan; refusing to replace it")
+        probe_writable(path, option)
         self._taken[key] = f"the {option} output"
         if kind == "plan":
             sidecar = dictionary_sidecar(path)
             self.add(sidecar, f"the dictionary beside {option}", kind="sidecar")
         return path
+
+
+    def reserve(self, path: str | Path, option: str, nbytes: int) -> None:
+        """Check now that `nbytes` fit beside `path` (a full disk refuses before any charge)."""
+        probe_writable(Path(path), option, nbytes)
+
+
+def probe_writable(path: Path, option: str, nbytes: int = 0) -> None:
+    """Create a temporary file in `path`'s directory (with `nbytes` written and synced),
+    then remove it; a directory that cannot take it is bad input naming `option`."""
+    parent = path.parent if str(path.parent) else Path(".")
+    with interrupts.deferred():
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+        except OSError as exc:
+            raise _unwritable(option, parent, exc) from None
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                chunk = b"\0" * 65536
+                left = nbytes
+                while left > 0:
+                    fh.write(chunk[:min(left, len(chunk))])
+                    left -= len(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _unwritable(option, parent, exc) from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _unwritable(option: str, parent: Path, exc: OSError) -> BadInput:
+    full = storage_error(exc)
+    if full is not None:
+        return BadInput(f"{option}: no space left on device in {parent}; nothing was charged")
+    return BadInput(f"{option}: cannot write in {parent} ({(exc.strerror or str(exc)).lower()})")
 
 
 def _looks_like_plan(path: Path) -> bool:
@@ -111,6 +156,12 @@ def write_text_atomic(path: str | Path, text: str, *, overwrite: bool = True) ->
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
         raise BadInput(f"output directory does not exist: {parent}")
+    with interrupts.deferred():
+        _write_atomic(path, parent, text, overwrite)
+    return path
+
+
+def _write_atomic(path: Path, parent: Path, text: str, overwrite: bool) -> None:
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
     try:
@@ -134,7 +185,6 @@ def write_text_atomic(path: str | Path, text: str, *, overwrite: bool = True) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
 
 
 def remove_stale_temporaries(path: Path) -> None:

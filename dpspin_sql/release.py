@@ -5,27 +5,33 @@ calls `release` with a validated `ReleaseRequest` and an engine. The order is th
 privacy argument (docs/DESIGN.md §4):
 
 1. the mechanism is calibrated once, from the request and the dictionary size only;
-2. the outputs are checked (nothing is charged for a path that would be refused);
+2. the outputs are checked and probed for writability, room included (nothing is charged
+   for a path that would be refused);
 3. the pipeline's preconditions are checked on what the curator ran, not on the records;
 4. the engine computes the enforced sketch;
-5. the ledger is charged once, atomically (or the release refused) — before any noise
-   is drawn or any plan exists;
-6. only then does the mechanism see the sketch; the public dictionary is written, then
-   the plan, each atomically, so a plan never exists without its dictionary.
+5. one transaction charges the ledger (or refuses the release), and only after the row
+   is written does the mechanism see the sketch: the noise is drawn, the plan made and
+   stored with its dictionary beside the row, and the transaction commits — so no plan
+   is visible anywhere before its charge is, and no charge exists without its plan;
+6. the public dictionary is written, then the plan, each atomically, so a plan file never
+   exists without its dictionary. If that fails or the command is interrupted, one line
+   says that the budget was spent and how to write the plan again (`recover`).
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
-from dpspin_sql import ledger, store
+from dpspin_sql import interrupts, ledger, store
 from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, dictionary_hash
 from dpspin_sql.engines.base import Engine
 from dpspin_sql.engines.duckdb import DuckDBEngine
-from dpspin_sql.errors import BadInput
+from dpspin_sql.errors import BadInput, PlanNotWritten
 from dpspin_sql.mechanisms import Mechanism, make_mechanism
 from dpspin_sql.outputs import Outputs, dictionary_sidecar, write_text_atomic
 from dpspin_sql.plan import Plan, dictionary_body, make_plan
@@ -62,10 +68,12 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
         mechanism = make_mechanism(request, len(atoms))
     else:
         mechanism.check(request, len(atoms))
+    dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
+    dictionary_text = dictionary_body(atoms, dictionary_id)
     if out is not None:
         outputs = outputs or Outputs(store=store.path_of(con))
         outputs.add(out, "--out", kind="plan")
-    dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
+        outputs.reserve(out, "--out", len(dictionary_text.encode()) + _plan_size_bound(atoms, request.L))
     eps, delta = mechanism.cost
     ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
     sketch = engine.sketch(con, request.bounds)
@@ -73,15 +81,96 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this
     params = request.public_params() | {"m": len(atoms), "dictionary": dictionary_id} | engine.details() \
         | (extra_params or {})
-    charged = ledger.charge(con, eps, delta, mechanism=request.mechanism, params=params,
-                            measurements=mechanism.audit_records(),
-                            plan_path=str(out) if out is not None else None, dataset=dataset)
-    plan = make_plan(mechanism.apply(sketch.mass, observe), mechanism, atoms, dictionary_id,
-                     charged.release_id, charged.row_hash)
-    if out is not None:
-        write_text_atomic(dictionary_sidecar(out), dictionary_body(atoms, dictionary_id))
-        plan.write(out)
-    return plan
+    store_path = store.path_of(con)
+    made: dict = {}
+    interrupts.status("nothing was charged")
+
+    def publish(charged: ledger.Charge) -> tuple[str, str]:
+        # inside the charging transaction, after the row is written: nothing made here leaves
+        # this frame unless the transaction commits (ledger.charge)
+        seen: list[np.ndarray] = []
+        noisy = mechanism.apply(sketch.mass, seen.append if observe is not None else None)
+        plan = make_plan(noisy, mechanism, atoms, dictionary_id, charged.release_id, charged.row_hash)
+        made.update(plan=plan, text=plan.to_json(), seen=seen)
+        return made["text"], dictionary_text
+
+    def then(charged: ledger.Charge) -> None:
+        paid = PaidRelease(charged.release_id, eps, delta, store_path, out)
+        interrupts.status(paid.unwritten())
+        if observe is not None and made["seen"]:
+            observe(made["seen"][-1])
+        if out is None:
+            interrupts.status(paid.stored())
+            return
+        try:
+            write_text_atomic(dictionary_sidecar(out), dictionary_text)
+            write_text_atomic(out, made["text"])
+        except (OSError, BadInput) as exc:
+            raise PlanNotWritten(paid.not_written(exc)) from None
+        interrupts.status(paid.written())
+
+    ledger.charge(con, eps, delta, mechanism=request.mechanism, params=params,
+                  measurements=mechanism.audit_records(), plan_path=str(out) if out is not None else None,
+                  dataset=dataset, publish=publish, then=then)
+    return made["plan"]
+
+
+@dataclass(frozen=True)
+class PaidRelease:
+    """A committed release, for the one line that says what happened to its plan."""
+
+    release_id: str
+    epsilon: float
+    delta: float
+    store: str | Path | None
+    out: str | Path | None
+
+    def _recover(self) -> str:
+        db = shlex.quote(str(self.store)) if self.store else "STORE"
+        target = shlex.quote(str(self.out)) if self.out is not None else "PLAN.json"
+        return f"dpspin recover --db {db} --release {self.release_id} --out {target}"
+
+    def _spent(self) -> str:
+        return f"release {self.release_id} was charged (ε={self.epsilon:.6g}, δ={self.delta:.3g})"
+
+    def unwritten(self) -> str:
+        return (f"{self._spent()} and its plan is stored in the store but was not written to {self.out}; "
+                f"write it with: {self._recover()}")
+
+    def stored(self) -> str:
+        return f"{self._spent()} and its plan is stored in the store ({self._recover()} writes it)"
+
+    def written(self) -> str:
+        return f"{self._spent()} and its plan was written to {self.out}"
+
+    def not_written(self, exc: BaseException) -> str:
+        reason = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (f"the plan could not be written to {self.out} ({reason}); {self._spent()} and its plan is stored "
+                f"in the store: write it with {self._recover()}")
+
+
+def recover(con: duckdb.DuckDBPyConnection, out: str | Path, release_id: str | None = None, *,
+            outputs: Outputs | None = None) -> str:
+    """Write the plan and dictionary stored with a release (None: the last one) to `out`
+    and beside it, exactly as the release wrote them. Returns the release id."""
+    from dpspin_sql.embed import resolve
+
+    with resolve(con) as con:
+        rid, plan_text, dictionary_text = ledger.stored_plan(con, release_id)
+        outputs = outputs or Outputs(store=store.path_of(con))
+        outputs.add(out, "--out", kind="plan")
+        outputs.reserve(out, "--out", len(plan_text.encode()) + len(dictionary_text.encode()))
+        with interrupts.deferred():
+            write_text_atomic(dictionary_sidecar(out), dictionary_text)
+            write_text_atomic(out, plan_text)
+    return rid
+
+
+def _plan_size_bound(atoms: list[Atom], L: int) -> int:
+    """More bytes than the plan file can take: its fixed part, and per admitted atom its
+    numbers plus the longest labels and descriptions (JSON-escaped at most 6 bytes a char)."""
+    longest = sorted((len(a.label) + len(a.description or "") for a in atoms), reverse=True)[:max(L, 0)]
+    return 8192 + 1024 * max(L, 0) + 6 * sum(longest)
 
 
 def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) -> None:

@@ -110,11 +110,12 @@ def set_up(con: duckdb.DuckDBPyConnection) -> None:
     with _SETUP_LOCK:
         if _schema_present(con):
             return
-        with transaction(con):
+        found = ledger.before_set_up(con)   # a store whose ledger was removed is refused, never re-created
+        with transaction(con):   # all or nothing: a store is never left without its chain's first row
             con.execute(queries.load("schema"))
             con.execute(queries.load("schema_migrate"))
             udfs.register(con)
-        ledger.migrate(con)
+            ledger.migrate(con, found)
 
 
 def _schema_present(con: duckdb.DuckDBPyConnection) -> bool:

@@ -67,7 +67,29 @@ CREATE TABLE IF NOT EXISTS ledger (
     plan_path    VARCHAR,
     seq          BIGINT,        -- position in the hash chain (1, 2, ...)
     prev_hash    VARCHAR,       -- row_hash of the previous row (the genesis hash for the first)
-    row_hash     VARCHAR        -- sha256 over this row's content and prev_hash
+    row_hash     VARCHAR,       -- sha256 over this row's content and prev_hash
+    plan_stored  BOOLEAN        -- its plan is in release_plans (hashed; NULL on rows of earlier versions)
+);
+-- The chain's other events (docs/DESIGN.md §4): the store's creation and every change of a
+-- budget's total. One hash chain runs through this table and `ledger`, in `seq` order.
+CREATE TABLE IF NOT EXISTS ledger_events (
+    event_id      VARCHAR NOT NULL,
+    kind          VARCHAR NOT NULL,   -- 'created' | 'budget' | 'migrated'
+    dataset       VARCHAR,
+    created_at    TIMESTAMP NOT NULL,
+    epsilon_total DOUBLE,
+    delta_total   DOUBLE,
+    details       VARCHAR,            -- JSON
+    seq           BIGINT NOT NULL,
+    prev_hash     VARCHAR NOT NULL,
+    row_hash      VARCHAR NOT NULL
+);
+-- Each release's plan and dictionary, exactly as their files are written, stored in the
+-- transaction that charges the release: a paid-for plan is never lost (`dpspin recover`).
+CREATE TABLE IF NOT EXISTS release_plans (
+    release_id VARCHAR PRIMARY KEY,
+    plan       VARCHAR NOT NULL,
+    dictionary VARCHAR NOT NULL
 );
 -- The head of the ledger's hash chain (one row; see queries/ledger_head.sql).
 CREATE TABLE IF NOT EXISTS ledger_head (

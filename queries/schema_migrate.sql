@@ -2,6 +2,7 @@
 ALTER TABLE ledger ADD COLUMN IF NOT EXISTS seq BIGINT;
 ALTER TABLE ledger ADD COLUMN IF NOT EXISTS prev_hash VARCHAR;
 ALTER TABLE ledger ADD COLUMN IF NOT EXISTS row_hash VARCHAR;
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS plan_stored BOOLEAN;
 -- Stores written before the canonical vectors: the columns arrive without the CHECKs and the
 -- foreign key (ALTER TABLE cannot add them), so the sketch never takes the fast path there
 -- (sketch.canonical_facts reads the catalog) and treats the columns as untrusted rows.

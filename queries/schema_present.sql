@@ -9,6 +9,10 @@ SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_datab
         AND schema_name = 'main' AND table_name = 'ledger' AND column_name = 'row_hash') = 1
    AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
         AND schema_name = 'main' AND table_name = 'users') = 1
+   AND (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name IN ('ledger', 'budget', 'ledger_events', 'release_plans')) = 4
+   AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
+        AND schema_name = 'main' AND table_name = 'ledger' AND column_name = 'plan_stored') = 1
    AND (SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()
         AND schema_name = 'main' AND table_name = 'records' AND column_name = 'masses') = 1
    AND (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()

@@ -159,15 +159,17 @@ def test_plans_carry_their_release_id_and_chain_hash(tmp_path, capsys):
         on_disk = read_plan(tmp_path / f"p{i}.json")
         assert on_disk["release_id"] == plan.release_id and on_disk["ledger_chain"] == rows[plan.release_id]
     rc, out, _ = cli(capsys, "budget", "--db", db, "--verify")
-    assert rc == 0 and "verified: 2 row(s)" in out
+    assert rc == 0 and "verified: 2 release(s)" in out
 
 
+# the chain's rows 1 and 2 are the store's creation and its budget; the releases are rows 3
+# and 5, each followed by the event that pins its stored plan (rows 4 and 6)
 @pytest.mark.parametrize("tamper, named", [
-    ("UPDATE ledger SET epsilon = 0 WHERE seq = 1", "row 1"),
-    ("UPDATE ledger SET params = '{}' WHERE seq = 2", "row 2"),
-    ("DELETE FROM ledger WHERE seq = 1", "row 2"),
-    ("DELETE FROM ledger WHERE seq = 2", "head"),
-    ("UPDATE ledger SET seq = 3 - seq", "row"),
+    ("UPDATE ledger SET epsilon = 0 WHERE seq = 3", "row 3"),
+    ("UPDATE ledger SET params = '{}' WHERE seq = 5", "row 5"),
+    ("DELETE FROM ledger WHERE seq = 3", "row 4"),
+    ("DELETE FROM ledger WHERE seq = 5", "row 6"),
+    ("UPDATE ledger SET seq = 8 - seq", "row"),
 ])
 def test_an_edited_ledger_is_caught_by_verify_and_refuses_the_next_charge(tmp_path, capsys, tamper, named):
     db, _ = _two_releases(tmp_path)
@@ -186,24 +188,19 @@ def test_an_edited_ledger_is_caught_by_verify_and_refuses_the_next_charge(tmp_pa
 
 def _rehash(con) -> None:
     """What an attacker with write access does after editing a row: rebuild a consistent chain."""
-    rows = con.execute("SELECT seq, prev_hash, row_hash, release_id, dataset, created_at, mechanism, epsilon, delta, "
-                       "params, measurements, plan_path FROM ledger ORDER BY seq").fetchall()
-    prev = ledger.GENESIS
-    for r in rows:
-        h = ledger._Row(r[0], prev, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]).digest()
-        con.execute("UPDATE ledger SET prev_hash = ?, row_hash = ? WHERE release_id = ?", [prev, h, r[3]])
-        prev = h
-    con.execute("UPDATE ledger_head SET head_hash = ?", [prev])
+    from tests.helpers.ledger_tamper import rehash
+
+    rehash(con)
 
 
 def test_a_consistently_rehashed_cost_edit_is_still_caught_by_the_maps(tmp_path, capsys):
     db, _ = _two_releases(tmp_path)
     con = duckdb.connect(str(db))
-    con.execute("UPDATE ledger SET epsilon = 0 WHERE seq = 1")
+    con.execute("UPDATE ledger SET epsilon = 0 WHERE seq = 3")
     _rehash(con)
     con.close()
     rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
-    assert rc == 1 and "row 1" in err and "maps give" in err
+    assert rc == 1 and "row 3" in err and "maps give" in err
     c = store.connect(db)
     with pytest.raises(LedgerTampered):
         release(c, REQUEST, out=tmp_path / "next.json")
@@ -217,17 +214,17 @@ def test_a_rehashed_d_in_below_the_sensitivity_is_caught(tmp_path, capsys):
 
     db, _ = _two_releases(tmp_path)
     con = duckdb.connect(str(db))
-    (text,) = con.execute("SELECT measurements FROM ledger WHERE seq = 2").fetchall()[0]
+    (text,) = con.execute("SELECT measurements FROM ledger WHERE seq = 5").fetchall()[0]
     records = json.loads(text)
     dp.enable_features("contrib")
     meas = dp.deserialize(records[0]["measurement"])
     records[0]["d_in"] = records[0]["d_in"] // 2
     cost = float(meas.map(records[0]["d_in"]))
-    con.execute("UPDATE ledger SET measurements = ?, epsilon = ? WHERE seq = 2", [json.dumps(records), cost])
+    con.execute("UPDATE ledger SET measurements = ?, epsilon = ? WHERE seq = 5", [json.dumps(records), cost])
     _rehash(con)
     con.close()
     rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
-    assert rc == 1 and "row 2" in err and "sensitivity table" in err
+    assert rc == 1 and "row 5" in err and "sensitivity table" in err
 
 
 # ============================================================================ outputs that must not destroy anything

@@ -4,8 +4,14 @@
 
 Each module of this package owns one stage's commands and exposes a Typer app; this
 module composes them. Exit codes: 0 success; 1 a refusal (over budget, SQL audit,
-verifier, store busy); 2 bad input or usage. Every failure is one line on stderr, never a
-traceback (set DPSPIN_DEBUG=1 to see one for an unexpected failure).
+verifier, store busy, a tampered ledger); 2 bad input or usage (a full disk: "no space
+left on device ..."); 130 / 143 stopped by SIGINT / SIGTERM. Every failure is one line on
+stderr, never a traceback (set DPSPIN_DEBUG=1 to see one for an unexpected failure).
+
+Signals (`dpspin_sql.interrupts`): from the entry point on, SIGINT and SIGTERM stop a
+command at the next safe moment — never inside an OpenDP call, a charge or a file write
+— with one line that says what was done ("release R was charged and its plan is stored
+...; write it with: dpspin recover ...") and exit 130 / 143.
 """
 from __future__ import annotations
 
@@ -18,12 +24,12 @@ from typing import Protocol, cast
 import duckdb
 import typer
 
-from dpspin_sql import __version__
+from dpspin_sql import __version__, interrupts
 from dpspin_sql import store as store_lib
 from dpspin_sql.cli import assign, atoms, card, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
-from dpspin_sql.db import duckdb_error_line, no_space
+from dpspin_sql.db import duckdb_error_line, no_space, storage_error
 from dpspin_sql.errors import BadInput, DpspinError
 from dpspin_sql.request import RequestError
 
@@ -69,13 +75,39 @@ app.add_typer(demo.app)
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (for tests and embedding)."""
+    """Run the CLI and return its exit code (for tests and embedding). In the main thread,
+    SIGINT and SIGTERM are handled for the command's duration (module docstring)."""
+    with interrupts.handling():
+        if argv and argv[0] in _CHARGING:   # until its charge commits (release.py says what happened then)
+            interrupts.status("nothing was charged")
+        try:
+            rc = _run(argv)
+        except interrupts.Interrupted:   # a signal that arrived as the command ended
+            rc = 0
+        signum = interrupts.received()
+        if signum is not None:
+            return _interrupted(signum)
+        return rc
+
+
+_CHARGING = ("release", "sql")   # the commands that charge the ledger of the store they are given
+
+
+def _interrupted(signum: int) -> int:
+    done = interrupts.current_status()
+    _one_line(f"interrupted ({interrupts.signal_name(signum)})" + (f": {done}" if done else ""))
+    return interrupts.exit_code(signum)
+
+
+def _run(argv: list[str] | None) -> int:
     already_open = store_lib.open_connections()
     logging.getLogger("sqlglot").setLevel(logging.CRITICAL)   # a library's warning is not our one line
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rc = app(args=argv, prog_name="dpspin", standalone_mode=False)
+    except interrupts.Interrupted:
+        return 1   # run() reports it
     except RequestError as exc:
         _one_line(f"error: {exc.named(FLAGS.get(exc.field, exc.field))}")
         return exc.exit_code
@@ -85,6 +117,8 @@ def run(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
+        if interrupts.received() is not None:
+            return 1   # run() reports it
         _one_line("aborted")
         return 130
     except RecursionError:
@@ -97,6 +131,12 @@ def run(argv: list[str] | None = None) -> int:
         _one_line("error: out of memory")
         return 1
     except Exception as exc:  # click usage errors and unexpected failures
+        if interrupts.received() is not None:
+            return 1   # DuckDB reports a query it stopped for the signal as its own error; run() says why
+        full = storage_error(exc)
+        if full is not None:
+            _one_line(f"error: {full}")
+            return full.exit_code
         if isinstance(exc, duckdb.Error) and (isinstance(exc, _ENGINE_INPUT_ERRORS) or no_space(exc)):
             _one_line(f"error: {duckdb_error_line(exc)}")   # the engine refused a value: the kind, never the value
             return 2
@@ -112,7 +152,8 @@ def run(argv: list[str] | None = None) -> int:
         _one_line(f"internal error: {type(exc).__name__} (set DPSPIN_DEBUG=1 for a traceback)")
         return 3
     finally:
-        store_lib.close_all(except_for=already_open)
+        with interrupts.deferred():   # a signal now waits until every store is closed
+            store_lib.close_all(except_for=already_open)
     return rc if isinstance(rc, int) else 0
 
 
@@ -136,4 +177,7 @@ _ENGINE_INPUT_ERRORS = (duckdb.ConversionException, duckdb.ConstraintException, 
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    interrupts.install_early()   # until run() takes over: one line, nothing was done yet
+    rc = run(sys.argv[1:])
+    interrupts.ignore()          # the command has ended; a late signal changes nothing
+    sys.exit(rc)

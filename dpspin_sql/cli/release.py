@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from dpspin_sql import ledger, store
+from dpspin_sql import anchors, ledger, store
 from dpspin_sql.cli.common import DB, budget_line, defaults_line, err, out
 from dpspin_sql.errors import BadInput, LedgerTampered
 
@@ -81,6 +81,10 @@ def release(db: Path = DB,
                 help="Show the sketch query's progress on stderr (default: when stderr is a terminal; "
                      "--progress writes a line per step to a log too)."),
             dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget to charge."),
+            witness: Optional[Path] = typer.Option(
+                None, "--witness", help="The store's witness file, kept outside the store (default: "
+                                        "DPSPIN_WITNESS): the ledger is checked against it before the charge and "
+                                        "the new head appended after (dpspin budget --witness starts one)."),
             out_path: Path = typer.Option(..., "--out", help="Where to write the plan (private_plan.json)."),
             force: bool = typer.Option(False, "--force/--no-force", help="Replace an existing plan at --out."),
             quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Print only the plan path.")) -> None:
@@ -92,6 +96,8 @@ def release(db: Path = DB,
     from dpspin_sql.outputs import Outputs
     from dpspin_sql.tabular import parse_delimiter
 
+    if witness is not None:
+        anchors.register(db, witness)
     flags = {"--mechanism": mechanism, "--epsilon": epsilon, "--delta": delta, "--unit": unit,
              "--adjacency": adjacency, "-B": B, "-K": K, "-L": L, "--selection-fraction": selection_fraction,
              "--calibration": calibration, "--public-denominator": public_denominator,
@@ -205,12 +211,28 @@ def _report(con, plan, request, out_path: Path, dataset: str, quiet: bool) -> No
 def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget name."),
            as_json: bool = typer.Option(False, "--json/--no-json", help="Machine-readable output."),
            verify: bool = typer.Option(False, "--verify/--no-verify",
-                                       help="Check the ledger: its hash chain, every stored OpenDP measurement's "
-                                            "map and d_in; exit 1 naming the first bad row.")) -> None:
-    """Show the total budget, what is spent and left, and every release charged."""
-    con = store.connect(db, read_only=True)
+                                       help="Check the ledger: its hash chain, its tables and budget events, the "
+                                            "plans stored with it, every stored OpenDP measurement's map and d_in, "
+                                            "and the anchors given (--plan, --witness); exit 1 naming the first "
+                                            "problem."),
+           plans: Optional[list[Path]] = typer.Option(
+               None, "--plan", metavar="<path>", help="A published plan, or a folder of plans (repeatable): with --verify, its "
+                                    "release must be in the ledger with the plan's chain hash (catches a "
+                                    "rewound, truncated or replaced ledger)."),
+           witness: Optional[Path] = typer.Option(
+               None, "--witness", help="The store's witness file, kept outside the store (default: DPSPIN_WITNESS). "
+                                       "With --verify: check the ledger against it. Without: check, then append the "
+                                       "ledger's current head to it (creating it).")) -> None:
+    """Show the total budget, what is spent and left, and every release charged.
+
+    Keep the ledger anchored outside the store: dpspin budget --db STORE --witness /elsewhere/witness.jsonl,
+    then dpspin budget --db STORE --verify --witness /elsewhere/witness.jsonl --plan published/
+    """
+    if plans and not verify:
+        raise BadInput("--plan goes with --verify (the plans are checked against the ledger)")
+    con = _open_for_reading(db)
     if verify:
-        findings = ledger.verify(con)
+        findings = ledger.verify(con, plans=plans or (), witness=witness)
         if as_json:
             print(json.dumps({"ok": not findings, "findings": [vars(f) for f in findings]}, indent=2))
         if findings:
@@ -219,7 +241,29 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
         if as_json:
             return
         n = con.execute("SELECT count(*) FROM ledger").fetchall()[0][0]
-        out.print(f"ledger verified: {n} row(s); the hash chain, every measurement's privacy map and d_in check")
+        e = con.execute("SELECT count(*) FROM ledger_events").fetchall()[0][0]
+        anchored = []
+        if plans:
+            anchored.append("the plans given")
+        if witness is not None or anchors.witness_for(db) is not None:
+            anchored.append(f"the witness {witness or anchors.witness_for(db)}")
+        out.print(f"ledger verified: {n} release(s) and {e} other event(s); the hash chain, budget events, stored "
+                  "plans, every measurement's privacy map and d_in check"
+                  + (f", and so do {' and '.join(anchored)}" if anchored else
+                     " (no anchor outside the store was given: --plan, --witness)"), markup=False, highlight=False)
+        return
+    if witness is not None:
+        findings = ledger.verify(con, maps=False, witness=witness if witness.exists() else None,
+                                 registered_witness=False)
+        if findings:
+            raise LedgerTampered(f"refused: the ledger does not check ({findings[0].line()}); the witness "
+                                 f"{witness} was not extended")
+        head = ledger.head(con)
+        anchors.probe_witness_directory(witness)
+        anchors.append_witness(witness, store.path_of(con), head.chain_id or head.row_hash, head.seq,
+                               head.row_hash)
+        out.print(f"witness {witness}: recorded row {head.seq} ({head.row_hash[:19]}…) of {db}",
+                  markup=False, highlight=False)
         return
     st = ledger.status(con, dataset)
     if as_json:
@@ -228,3 +272,33 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
     from dpspin_sql.report import budget_table
 
     out.print(budget_table(st))
+
+
+def _open_for_reading(db: Path):
+    """The store read-only; one of an earlier version is brought up to date first (once)."""
+    con = store.connect(db, read_only=True)
+    if ledger.needs_migration(con):
+        con.close()
+        store.connect(db).close()
+        con = store.connect(db, read_only=True)
+    return con
+
+
+@app.command(rich_help_panel="Release")
+def recover(db: Path = DB,
+            release_id: Optional[str] = typer.Option(None, "--release", help="The release (default: the last "
+                                                                            "one); dpspin budget lists them."),
+            out_path: Path = typer.Option(..., "--out", help="Where to write the plan (its dictionary goes beside)."),
+            force: bool = typer.Option(False, "--force/--no-force", help="Replace an existing plan at --out.")) -> None:
+    """Write a charged release's plan again, exactly as stored with its ledger row.
+
+    A release stores its plan with its charge; when the plan file could not be written (a full disk, Ctrl-C):
+    dpspin recover --db STORE --release ID --out plan.json
+    """
+    from dpspin_sql.outputs import Outputs
+    from dpspin_sql.release import recover as recover_plan
+
+    con = store.connect(db, read_only=True)
+    rid = recover_plan(con, out_path, release_id, outputs=Outputs(store=db, force=force))
+    out.print(f"plan of release {rid} written to {out_path} (its dictionary beside it)", markup=False,
+              highlight=False)

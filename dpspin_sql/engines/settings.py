@@ -151,7 +151,7 @@ def _with_progress(con: Any, sql: str, params: dict, progress: Callable[[float],
                 done = con.query_progress()
                 if done is not None and done >= 0:
                     progress(min(float(done), 100.0) / 100.0)
-    except KeyboardInterrupt:
+    except BaseException:   # Ctrl-C, or the CLI's SIGINT/SIGTERM (dpspin_sql.interrupts): stop the query first
         con.interrupt()
         worker.join()
         raise

@@ -1,0 +1,1 @@
+INSERT INTO release_plans (release_id, plan, dictionary) VALUES ($release_id, $plan, $dictionary);
