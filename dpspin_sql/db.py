@@ -62,7 +62,7 @@ def duckdb_error_line(exc: BaseException) -> str:
     one place commands turn an engine's conversion, constraint and I/O errors into the
     line of a `BadInput`."""
     if no_space(exc):
-        return "no space left on the device"
+        return "no space left on device"
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__
     kind = type(exc).__name__
@@ -131,7 +131,7 @@ def transaction(con: Any, *, join: bool = False) -> Iterator[Any]:
             raise   # (a write-write conflict: the ledger retries those)
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
-        raise BadInput("cannot write the store: no space left on the device; nothing was changed") from None
+        raise storage_error(exc) or BadInput("no space left on device writing the store; nothing was changed") from None
 
 
 def only_row(result: Any) -> tuple:

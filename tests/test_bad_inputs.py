@@ -35,7 +35,6 @@ from tests.helpers.core import synthetic_store
 
 pytestmark = pytest.mark.slow   # a scale test: ~200 commands (tests/conftest.py, "slow")
 
-LEDGER = pytest.mark.xfail(strict=True, reason="fixed on wt/ledger")
 
 
 # --------------------------------------------------------------------------- the kit
@@ -493,9 +492,8 @@ case("release_out_not_a_plan", "location", lambda k, t: rel(k, t, out=w(t, "note
 case("release_out_exists", "location", lambda k, t: rel(k, t, out=shutil.copy(k.plan, t / "old.json") and
                                                          t / "old.json"))
 case("release_out_sidecar_name", "location", lambda k, t: rel(k, t, out=t / "p.dictionary.json"))
-case("release_out_readonly", "location", lambda k, t: rel(k, t, out=k.readonly / "p.json"), needs="readonly",
-     marks=(LEDGER,))
-case("release_out_full", "location", lambda k, t: rel(k, t, out=k.full / "p.json"), needs="full", marks=(LEDGER,))
+case("release_out_readonly", "location", lambda k, t: rel(k, t, out=k.readonly / "p.json"), needs="readonly",)
+case("release_out_full", "location", lambda k, t: rel(k, t, out=k.full / "p.json"), needs="full")
 case("release_uninitialised", "store", lambda k, t: rel(k, t, db=t / "never.duckdb"))
 case("release_empty_duckdb", "store", lambda k, t: rel(k, t, db=empty_db(t)))
 case("release_no_atoms", "state", lambda k, t: rel(k, t, db=init_store(t)))
@@ -556,9 +554,9 @@ case("budget_foreign", "store", lambda k, t: ["budget", "--db", foreign(t)])
 case("budget_empty_duckdb", "store", lambda k, t: ["budget", "--db", empty_db(t)])
 case("budget_unknown_dataset", "state", lambda k, t: ["budget", "--db", k.copy(t), "--dataset", "other"])
 case("budget_verify_no_ledger", "state",
-     lambda k, t: ["budget", "--db", drop_table(k, t, "ledger"), "--verify"], marks=(LEDGER,))
+     lambda k, t: ["budget", "--db", drop_table(k, t, "ledger"), "--verify"])
 case("budget_verify_no_head", "state",
-     lambda k, t: ["budget", "--db", drop_table(k, t, "ledger_head"), "--verify"], marks=(LEDGER,))
+     lambda k, t: ["budget", "--db", drop_table(k, t, "ledger_head"), "--verify"])
 # sql
 SQL_CASES = {
     "sql_unparseable": "SELEKT 1",
@@ -587,9 +585,9 @@ case("sql_unknown_engine", "usage", lambda k, t: ["sql", "--db", k.copy(t), Q, "
                                                   "--out", t / "p.json"])
 case("sql_emit_unknown_dialect", "usage", lambda k, t: ["sql", "--emit-sketch", "--dialect", "oracle", Q])
 case("sql_out_readonly", "location", lambda k, t: ["sql", "--db", k.copy(t), Q, "--out", k.readonly / "p.json"],
-     needs="readonly", marks=(LEDGER,))
+     needs="readonly")
 case("sql_out_full", "location", lambda k, t: ["sql", "--db", k.copy(t), Q, "--out", k.full / "p.json"],
-     needs="full", marks=(LEDGER,))
+     needs="full")
 # warehouse push
 case("push_no_dsn", "usage", lambda k, t: ["warehouse", "push", "--db", k.copy(t)])
 case("push_refused_dsn", "location",

@@ -166,7 +166,7 @@ def os_error_line(exc: OSError) -> str:
     """An OS error as one line: what failed on which path."""
     import errno
 
-    why = "no space left on the device" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else \
+    why = "no space left on device" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else \
         (exc.strerror or type(exc).__name__)
     where = exc.filename if exc.filename is not None else None
     return f"{why}: {where}" if where is not None else why

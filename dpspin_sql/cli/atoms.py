@@ -104,5 +104,5 @@ def _check_writable(path: Path, option: str) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        why = "no space left on the device" if exc.errno == 28 else (exc.strerror or type(exc).__name__)
+        why = "no space left on device" if exc.errno == 28 else (exc.strerror or type(exc).__name__)
         raise BadInput(f"{option} {path}: cannot write there ({why}); nothing was changed") from None
