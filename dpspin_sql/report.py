@@ -21,17 +21,28 @@ def plan_table(plan: Plan) -> Table:
     title = (f"DP plan · {plan.mechanism} · ε={eps:.4g}" + (f", δ={plan.delta:.2g}" if plan.delta else "")
              + f" · {plan.unit} level ({plan.adjacency}" + (f", B={plan.B:g}" if plan.unit == "user" else "")
              + f") · top {plan.L} of m={plan.m}")
-    has_interval = any(a.interval for a in plan.atoms)
+    rows = plan.all_atoms()
+    segmented = plan.segments is not None
+    if segmented:
+        seg = plan.segmentation or {}
+        admission = "per segment" if seg.get("admission") == "per_segment" else "over all segments"
+        title += f" · {len(plan.segments or [])} segments by {seg.get('name')} (top {plan.L} {admission})"
+    has_interval = any(a.interval for _, a in rows)
     per_user = f", each user at most B={plan.B:g} in all" if plan.unit == "user" else ""
     caption = [f"mass: the atom's total weight (each record gives at most 1, split over ≤ K={plan.K} atoms"
                f"{per_user}), plus noise"]
     if has_interval:
-        caption.append(f"interval: noisy mass ± {plan.interval_half_width:.3g}; the {len(plan.atoms)} intervals "
+        caption.append(f"interval: noisy mass ± {plan.interval_half_width:.3g}; the {len(rows)} intervals "
                        f"hold together with {_conf(plan)} confidence")
     caption.append("bin: " + (plan.bin_rule or bin_rule(plan.bins, plan.bin_basis)))
     caption.append(f"'a more common than b' needs a gap ≥ {plan.comparison_margin:.3g} (comparison margin)")
     caption.append(f"noise scale {plan.noise_scale:.3g} · dictionary {plan.dictionary[:19]}…")
+    if segmented:
+        caption.append("rank: within the segment; a record is in at most one segment, and at user level a user's "
+                       f"records in all segments give at most B={plan.B:g} together")
     table = Table(title=title, caption="\n".join(caption), caption_justify="left")
+    if segmented:
+        table.add_column("segment")
     table.add_column("rank", justify="right")
     table.add_column("atom")
     table.add_column("noisy mass", justify="right")
@@ -40,8 +51,8 @@ def plan_table(plan: Plan) -> Table:
     if plan.public_denominator:
         table.add_column("support", justify="right")
     table.add_column("bin")
-    for a in plan.atoms:
-        row = [str(a.rank), a.label, f"{a.noisy_mass:.1f}"]
+    for segment, a in rows:
+        row = ([segment] if segmented else []) + [str(a.rank), a.label, f"{a.noisy_mass:.1f}"]
         if has_interval:
             row.append(f"{a.interval[0]:.1f} to {a.interval[1]:.1f}" if a.interval else "")
         if plan.public_denominator:
