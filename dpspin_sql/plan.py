@@ -291,8 +291,9 @@ def validate_plan(d: Any, dictionary: Any = None) -> None:
     if not isinstance(L, int) or isinstance(L, bool) or L < 0:
         raise BadInput("tampered plan: L is missing or not a non-negative integer")
     m = d.get("m")
+    parts: list[tuple[str | None, list]]
     if isinstance(d.get("segments"), list):
-        parts = _segment_lists(d)
+        parts = list(_segment_lists(d))
         joint = (d.get("segmentation") or {}).get("admission") == "joint"
         if joint and sum(len(atoms) for _, atoms in parts) > L:
             raise BadInput(f"tampered plan: more than L={L} atoms admitted jointly")

@@ -122,10 +122,10 @@ def segmented_sql(bounds: Bounds, filters: SketchFilters | None, placement: Segm
     from dpspin_sql.sql.rewrite import rewrite
     from dpspin_sql.sql.transpile import for_engine, inline_macros
 
-    tree = place(rewrite(bounds.unit, filters, dialect, source), placement, dialect)
-    tree = for_engine(inline_macros(tree), dialect)
+    rendered = for_engine(inline_macros(place(rewrite(bounds.unit, filters, dialect, source), placement, dialect)),
+                          dialect)
     with quiet():
-        return tree.sql(dialect=dialect, pretty=False, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        return rendered.sql(dialect=dialect, pretty=False, unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
 def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
