@@ -62,6 +62,43 @@ def plan_table(plan: Plan) -> Table:
     return table
 
 
+def comparison_table(c: dict) -> Table:
+    """A comparison (dpspin_sql.compare) at a terminal: per atom both sides, b − a with its
+    interval, the ratio, and what is supported."""
+    a, b = c["a"], c["b"]
+    conf = f"{c['confidence'] * 100:g}%"
+    title = f"comparison · {a['name']} → {b['name']} · difference b − a · {conf} family-wise over {c['family']['size']}"
+    table = Table(title=title, caption_justify="left", caption="\n".join([
+        f"a: {a['mechanism']} (noise scale {a['noise_scale']:.3g}); b: {b['mechanism']} (noise scale "
+        f"{b['noise_scale']:.3g}); every interval holds together with {conf} confidence",
+        "rose/fell: the difference interval excludes 0; 'no supported change' is not evidence of no change",
+        "only in a / only in b: admitted to one plan's top L only; not a zero in the other"]))
+    for col, justify in (("atom", "left"), (f"{a['name']}", "right"), (f"{b['name']}", "right"),
+                         ("b − a", "right"), (f"{conf} interval", "right"), ("ratio", "right"), ("change", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+
+    def fmt(v) -> str:
+        return "–" if v is None else f"{v:.1f}"
+
+    for r in c["atoms"]:
+        lo, hi = r["difference_interval"]
+        ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        change = r["change"].replace("_", " ") + (" (about the same)" if r.get("about_the_same") else "")
+        table.add_row(r["label"], f"{r['a']['noisy_mass']:.1f} (#{r['a']['rank']})",
+                      f"{r['b']['noisy_mass']:.1f} (#{r['b']['rank']})", f"{r['difference']:+.1f}",
+                      f"{lo:.1f} to {hi:.1f}", ratio, change)
+    for key, side in (("only_in_a", "a"), ("only_in_b", "b")):
+        for r in c[key]:
+            lo, hi = r["difference_interval"]
+            here = r[side]
+            cells = [f"{here['noisy_mass']:.1f} (#{here['rank']})", "not admitted"]
+            if side == "b":
+                cells.reverse()
+            table.add_row(r["label"], *cells, "", f"{fmt(lo)} to {fmt(hi)}", "",
+                          r["change"].replace("_", " ") + f" (only in {side})")
+    return table
+
+
 def budget_table(st: BudgetStatus) -> Table:
     table = Table(title=f"budget · dataset {st.dataset!r} · total ε={st.epsilon_total:g}, δ={st.delta_total:g}",
                   caption=f"spent ε={st.epsilon_spent:.6g}, δ={st.delta_spent:.3g} · "

@@ -19,7 +19,7 @@ import typer
 
 from dpspin_sql import __version__
 from dpspin_sql import store as store_lib
-from dpspin_sql.cli import assign, atoms, card, decode, demo, experiment, release, sql, warehouse
+from dpspin_sql.cli import assign, atoms, card, compare, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
 from dpspin_sql.errors import BadInput, DpspinError
@@ -61,6 +61,7 @@ app.add_typer(release.app)
 app.add_typer(sql.app)
 app.add_typer(warehouse.app, name="warehouse")
 app.add_typer(decode.app)
+app.add_typer(compare.app)
 app.add_typer(card.app)
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(demo.app)

@@ -21,7 +21,7 @@ app = typer.Typer()
 
 @app.command("card", rich_help_panel="Read")
 def card_cmd(
-    plan: Path = typer.Argument(..., help="private_plan.json"),
+    plan: Path = typer.Argument(..., help="private_plan.json, or a comparison from dpspin compare"),
     out_path: Path = typer.Option(..., "--out", help="Where to write the card (an .html file)."),
     db: Optional[Path] = typer.Option(None, "--db", help="The store: adds the budget history and the ledger check."),
     summary: Optional[Path] = typer.Option(None, "--summary", help="The published summary (re-verified on the card)."),
@@ -45,6 +45,19 @@ def card_cmd(
     outputs.add(out_path, "--out")
     if out_path.exists() and not force:
         raise BadInput(f"--out {out_path} already exists; pass --force to replace it")
+    from dpspin_sql.plan import read_json
+
+    body = read_json(plan, "plan")
+    if isinstance(body, dict) and body.get("kind") == "comparison":   # `dpspin compare`'s output
+        given = [name for name, v in (("--db", db), ("--summary", summary), ("--attempts", attempts),
+                                      ("--dictionary", dictionary)) if v is not None]
+        if given:
+            raise BadInput(f"{given[0]} applies to a plan's card; a comparison's card is made from the comparison alone")
+        from dpspin_sql.card_comparison import write_comparison_card
+
+        write_comparison_card(body, out_path, str(plan))
+        out.print(f"comparison card written to {out_path}", markup=False)
+        return
     data = gather(plan, db=db, summary=summary, attempts=attempts, dictionary=dictionary)
     write_card(data, out_path)
     for note in data.notes:
