@@ -18,6 +18,9 @@ __all__ = ["render_comparison", "write_comparison_card"]
 
 CHANGE_WORDS = {"rose": "rose", "fell": "fell", "no_supported_change": "no supported change"}
 EXTRA_CSS = """
+.wide { overflow-x: auto; }
+#comparison-table td.label { min-width: 11em; overflow-wrap: normal; }
+#comparison-table tr.one-sided td { background: #fafbfc; }
 .change-rose { color: #1e7b34; font-weight: 600; } .change-fell { color: #b3261e; font-weight: 600; }
 .change-no_supported_change { color: #5b6470; }
 #difference-chart { max-width: 100%; height: auto; font: 12px system-ui, sans-serif; }
@@ -209,7 +212,7 @@ def render_comparison(c: dict, path: str | None = None) -> str:
 <div class="badges">{''.join(badges)}</div>
 </header>
 <section id="reading"><h2>How to read this comparison</h2>{_guide(c)}</section>
-<section id="differences"><h2>Per atom: both sides, the difference and its interval</h2>{_table(c)}
+<section id="differences"><h2>Per atom: both sides, the difference and its interval</h2><div class="wide">{_table(c)}</div>
 <div class="chart">{chart_svg(c)}</div></section>
 <section id="swaps"><h2>Rank changes among atoms in both plans</h2>{_swaps(c)}</section>
 <section id="sides-section"><h2>The two releases</h2>{_sides(c)}
