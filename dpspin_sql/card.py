@@ -70,8 +70,8 @@ def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str 
     if isinstance(plan, dict) and isinstance(plan.get("segments"), list):
         validate_plan(plan)
         if segment is None:
-            labels = ", ".join(repr(x) for x in (plan.get("segmentation") or {}).get("labels") or [])
-            raise BadInput(f"{plan_path} is a segmented plan: card one segment with --segment ({labels})")
+            known = ", ".join(repr(x) for x in (plan.get("segmentation") or {}).get("labels") or [])
+            raise BadInput(f"{plan_path} is a segmented plan: card one segment with --segment ({known})")
         plan = segment_part(plan, segment)
     elif segment is not None:
         raise BadInput(f"{plan_path} is not a segmented plan: it has no segment {segment!r}")
