@@ -18,7 +18,8 @@ with probability ≥ `confidence` (family-wise, docs/PLAN.md "Comparisons"):
   appear in one plan only, depends on the noise. A statement that survives that choice
   must hold for every atom of the dictionary: the family is all m atoms. When both sides
   are `private_topL`, admission is independent of the released values and the family is
-  the atoms admitted in both.
+  the atoms a plan admits (F = the larger plan's count: every side interval stated, and
+  every difference, is one of at most F events of each kind).
 - **The events.** With α = (1 − confidence) / comparisons and F the family's size: when
   both sides carry Gaussian noise, each difference's noise N_b − N_a is Gaussian with
   σ² = σ_a² + σ_b², and the difference interval is OpenDP's Gaussian accuracy at that σ
@@ -207,7 +208,7 @@ def compare(a: Side, b: Side, request: ComparisonRequest | None = None) -> dict:
     both = [j for j in atoms_a if j in atoms_b]
     m = int(a.plan["m"])
     by_values = a.by_values or b.by_values
-    family = m if by_values else max(len(both), 1)
+    family = m if by_values else max(len(atoms_a), len(atoms_b), 1)
     alpha = request.alpha
     gaussian_pair = a.noise == "gaussian" and b.noise == "gaussian"
     if gaussian_pair:
@@ -261,7 +262,7 @@ def compare(a: Side, b: Side, request: ComparisonRequest | None = None) -> dict:
         "a": _side_meta(a, box_a), "b": _side_meta(b, box_b),
         "confidence": float(request.confidence), "comparisons": request.comparisons,
         "family": {"size": family, "over": "all m atoms of the dictionary" if by_values
-                   else "the atoms admitted in both plans",
+                   else "the atoms each plan admits (the larger count)",
                    "why": ("a side admitted its atoms by its own noisy values (laplace or gaussian), so which atoms "
                            "are compared depends on the noise; only a statement about every atom survives that"
                            if by_values else "both sides admit by private top-L, whose selection is independent of "
