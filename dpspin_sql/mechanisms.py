@@ -35,7 +35,7 @@ class MeasurementPart:
     delta: float
     noise_scale: float  # the OpenDP `scale` argument, fixed-point units
     # > 0: the measurement is applied to each of this many segments' sub-vectors, charged
-    # once by the parallel argument of docs/DESIGN.md §10 (private top-L per segment)
+    # once by the parallel argument of docs/DESIGN.md §11 (private top-L per segment)
     per_segment: int = 0
 
     def audit_record(self) -> dict:
@@ -71,7 +71,7 @@ class Mechanism:
 
     @property
     def size(self) -> int:
-        """The sketch's coordinates: m, or S·m for a segmented release (docs/DESIGN.md §10)."""
+        """The sketch's coordinates: m, or S·m for a segmented release (docs/DESIGN.md §11)."""
         return self.m * self.request.n_segments
 
     @property
@@ -173,7 +173,7 @@ def make_mechanism(request: ReleaseRequest, m: int, scale: int = SCALE) -> Mecha
 def _make_mechanism(request: ReleaseRequest, m: int, scale: int) -> Mechanism:
     d_in = request.d_in
     # a segmented release is a release over its S·m (segment, atom) coordinates, at the same
-    # d_in: a unit's whole vector, across segments, is clipped to L1 ≤ b (docs/DESIGN.md §10)
+    # d_in: a unit's whole vector, across segments, is clipped to L1 ≤ b (docs/DESIGN.md §11)
     size = m * request.n_segments
     domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=size)
     eps, delta = request.epsilon, request.delta
@@ -196,7 +196,7 @@ def _make_mechanism(request: ReleaseRequest, m: int, scale: int) -> Mechanism:
         # one noisy top-L per segment, each over that segment's m coordinates, all charged
         # once: under add_drop one unit moves segment s by a non-negative vector whose L∞
         # norm d_s satisfies Σ_s d_s ≤ Σ_s ‖Δ_s‖₁ ≤ b = Δ∞, and the pure-DP top-k map is
-        # linear in d, so the S selections together cost the map at Δ∞ (docs/DESIGN.md §10;
+        # linear in d, so the S selections together cost the map at Δ∞ (docs/DESIGN.md §11;
         # the request refuses this under replace)
         per = dp.vector_domain(dp.atom_domain(T=dp.i64), size=m)
         select = replace(_top_k(per, int(d_in.linf), eps_sel, request.L, monotonic), per_segment=request.n_segments)

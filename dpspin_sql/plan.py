@@ -119,7 +119,7 @@ class Plan:
     notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    # a segmented plan (docs/DESIGN.md §10): the public segment domain, and the atoms per
+    # a segmented plan (docs/DESIGN.md §11): the public segment domain, and the atoms per
     # segment (then `atoms` is empty and not written)
     segmentation: dict | None = None
     segments: list[PlanSegment] | None = None
@@ -196,46 +196,28 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
     public noise scale.
     """
     request = mechanism.request
+    if request.segments is not None and not isinstance(noisy, SegmentNoise):
+        return _segmented_plan(noisy, mechanism, atoms, dictionary_id, release_id, ledger_chain)
     denominator = request.public_denominator
     bins, basis = request.plan_bins()
     margin = request.comparison_margin
     if margin is None:
         margin = comparison_margin(mechanism.noise_kind, mechanism.noise_scale, request.comparison_confidence)
     half = interval_half_width(mechanism, request.interval_confidence)
-    m = len(atoms)
-    groups: dict[int, list[tuple[int, float]]] = {}
-    for pos, value in zip(noisy.admitted, noisy.noisy_mass):   # rank order (per segment: segment by segment)
-        groups.setdefault(pos // m, []).append((pos % m, float(value)))
-    if request.segments is not None:   # ranks within each segment, by noisy mass (ties: lower atom index)
-        groups = {s: sorted(items, key=lambda iv: (-iv[1], iv[0])) for s, items in groups.items()}
-
-    def plan_atoms_of(items: list[tuple[int, float]]) -> list[PlanAtom]:
-        out = []
-        for rank, (index, value) in enumerate(items, start=1):
-            atom = atoms[index]
-            display = max(value, 0.0) + 0.0   # + 0.0: never a negative zero
-            support = display / denominator if denominator else None
-            interval = [value - half, value + half]
-            support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]
-                                if denominator else None)
-            bin_name = assign_bin(support if support is not None else rank, bins, basis)  # None iff no denominator
-            if interval[0] <= 0:
-                bin_name = "low"   # indistinguishable from no mass at the stated confidence
-            out.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
-                                noisy_mass=value, display_mass=display, bin=bin_name, rank=rank,
-                                support=support, interval=interval, support_interval=support_interval))
-        return out
-
-    segmentation, segments, plan_atoms = None, None, []
-    if request.segments is None:
-        plan_atoms = plan_atoms_of(groups.get(0, []))
-    else:
-        seg = request.segments
-        segmentation = {"name": seg.name, "kind": seg.kind, "labels": list(seg.labels),
-                        "definition": seg.definition, "admission": seg.admission, "coordinates": mechanism.size}
-        if seg.kind == "periods":
-            segmentation["boundaries"] = list(seg.boundaries)
-        segments = [PlanSegment(label, plan_atoms_of(groups.get(s, []))) for s, label in enumerate(seg.labels)]
+    plan_atoms = []
+    for rank, (pos, value) in enumerate(zip(noisy.admitted, noisy.noisy_mass), start=1):
+        atom = atoms[pos]
+        display = max(float(value), 0.0) + 0.0   # + 0.0: never a negative zero
+        support = display / denominator if denominator else None
+        interval = [float(value) - half, float(value) + half]
+        support_interval = ([max(interval[0], 0.0) / denominator, max(interval[1], 0.0) / denominator]
+                            if denominator else None)
+        bin_name = assign_bin(support if support is not None else rank, bins, basis)  # None iff no denominator
+        if interval[0] <= 0:
+            bin_name = "low"   # indistinguishable from no mass at the stated confidence
+        plan_atoms.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
+                                   noisy_mass=float(value), display_mass=display, bin=bin_name, rank=rank,
+                                   support=support, interval=interval, support_interval=support_interval))
     eps_cost, delta_cost = mechanism.cost
     details = {"noise": mechanism.noise_kind, "comparison_confidence": request.comparison_confidence,
                "fixed_point_scale": mechanism.scale} | mechanism.extra
@@ -250,9 +232,40 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
                 atoms=plan_atoms, privacy_cost={"epsilon": eps_cost, "delta": delta_cost},
                 mechanism_details=details, release_id=release_id, ledger_chain=ledger_chain,
                 interval_confidence=request.interval_confidence, interval_half_width=half,
-                bin_rule=bin_rule(bins, basis), notes=dict(NOTES) | (SEGMENT_NOTES if segments is not None else {}),
-                segmentation=segmentation, segments=segments,
-                schema_version=SCHEMA_VERSION if segments is None else SEGMENTED_SCHEMA_VERSION)
+                bin_rule=bin_rule(bins, basis), notes=dict(NOTES))
+
+
+class SegmentNoise(NoisyRelease):
+    """One segment's admitted atoms (positions in the dictionary) and noisy masses, in rank order."""
+
+
+def _segmented_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary_id: str,
+                    release_id: str | None, ledger_chain: str | None) -> Plan:
+    """A segmented plan (docs/DESIGN.md §11): each segment's admitted atoms made into plan
+    atoms by `make_plan` itself (ranks within the segment; the intervals are the segmented
+    mechanism's, which hold for every coordinate at once), gathered under `segments`."""
+    segments = mechanism.request.segments
+    assert segments is not None
+    m = len(atoms)
+    parts: dict[int, list[tuple[int, float]]] = {s: [] for s in range(segments.S)}
+    for pos, value in zip(noisy.admitted, noisy.noisy_mass):
+        parts[pos // m].append((pos % m, float(value)))
+    plans = []
+    for s in range(segments.S):
+        ranked = sorted(parts[s], key=lambda iv: (-iv[1], iv[0]))   # by noisy mass, ties: lower atom index
+        plans.append(make_plan(SegmentNoise([i for i, _ in ranked], [v for _, v in ranked]), mechanism, atoms,
+                               dictionary_id, release_id, ledger_chain))
+    plan = plans[0]
+    plan.segments = [PlanSegment(label, p.atoms) for label, p in zip(segments.labels, plans)]
+    plan.atoms = []
+    plan.segmentation = {"name": segments.name, "kind": segments.kind, "labels": list(segments.labels),
+                         "definition": segments.definition, "admission": segments.admission,
+                         "coordinates": mechanism.size}
+    if segments.kind == "periods":
+        plan.segmentation["boundaries"] = list(segments.boundaries)
+    plan.notes = dict(plan.notes) | SEGMENT_NOTES
+    plan.schema_version = SEGMENTED_SCHEMA_VERSION
+    return plan
 
 
 def assign_bin(value: float, bins: dict, basis: str) -> str:

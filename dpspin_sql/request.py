@@ -37,7 +37,7 @@ DEFAULT_DELTA = 1e-6
 DEFAULT_SELECTION_FRACTION = 0.5
 DEFAULT_SUPPORT_BINS = {"high": 0.10, "moderate": 0.03}
 DEFAULT_RANK_BINS = {"high": 3, "moderate": 7}
-# Segmented releases (docs/DESIGN.md §10): how many segments a curator may declare, and how
+# Segmented releases (docs/DESIGN.md §11): how many segments a curator may declare, and how
 # atoms are admitted: the top L of each segment, or the top L (segment, atom) pairs in all.
 MAX_SEGMENTS = 1000
 MAX_SEGMENT_LABEL = 200
@@ -75,7 +75,7 @@ def _integer(x: Any) -> bool:
 
 @dataclass(frozen=True)
 class Segments:
-    """The public segment domain of a segmented release (docs/DESIGN.md §10), validated once.
+    """The public segment domain of a segmented release (docs/DESIGN.md §11), validated once.
 
     `labels` is the domain the curator declares, in order (never read from the data): the
     release is over (segment, atom) and a record whose segment is none of them is left
@@ -296,7 +296,7 @@ class ReleaseRequest:
         set_("defaulted", tuple(defaulted))
 
     def _check_segments(self) -> None:
-        """A segmented release (docs/DESIGN.md §10): what the segment domain rules out."""
+        """A segmented release (docs/DESIGN.md §11): what the segment domain rules out."""
         segments = self.segments
         if not isinstance(segments, Segments):
             raise RequestError("segments", segments, "must be a Segments domain")
@@ -306,7 +306,7 @@ class ReleaseRequest:
         if self.mechanism == "private_topL" and segments.admission == "per_segment" and self.adjacency != "add_drop":
             raise RequestError("segment_admission", segments.admission,
                                "private top-L per segment is charged once by the parallel argument of "
-                               "docs/DESIGN.md §10, which holds under add_drop only; use joint admission "
+                               "docs/DESIGN.md §11, which holds under add_drop only; use joint admission "
                                "or add_drop")
 
     # -- what follows from the parameters alone ---------------------------------------

@@ -1,4 +1,4 @@
-"""Segmented sketches: one enforced sketch over (segment, atom) (docs/DESIGN.md §10).
+"""Segmented sketches: one enforced sketch over (segment, atom) (docs/DESIGN.md §11).
 
 A segmented release declares a public segment domain (`request.Segments`) and, for the
 engine, a `SegmentPlacement`: one per-record predicate per segment, over the records

@@ -43,7 +43,7 @@ class Sketch:
     n_records: int | None     # the target split's public shape; None for a file source (not counted)
     n_users: int | None
     scale: int = SCALE
-    # a segmented sketch (docs/DESIGN.md §10): the segment labels, and `mass` holds S·m
+    # a segmented sketch (docs/DESIGN.md §11): the segment labels, and `mass` holds S·m
     # coordinates, segment-major: mass[s·m + j] is atom atom_ids[j] in segment labels[s]
     segments: tuple[str, ...] | None = None
 

@@ -1,5 +1,5 @@
 """Empirical DP audit of segmented releases (docs/DP_AUDIT.md "Segmented releases";
-docs/DESIGN.md §10), with the machinery of tests/test_dp_audit.py.
+docs/DESIGN.md §11), with the machinery of tests/test_dp_audit.py.
 
 The neighbours are not designed: they are the *segmented sketch SQL's* own output on two
 stores that differ in one hostile user — 600 records spread over all four segments (and
@@ -20,7 +20,7 @@ Checks (each a claim and an event fixed from public parameters, as in test_dp_au
   its segment's two atoms, as `Mechanism.apply` runs them), on a base where atom 0 leads
   by V_s − 1 in every segment s, so that the user's per-segment masses flip every
   segment's winner; E = atom 1 admitted in every segment. The product of the segments'
-  likelihood ratios is e^(ε_sel·Σ_s V_s / d_in) = e^ε_sel: the parallel argument of §10,
+  likelihood ratios is e^(ε_sel·Σ_s V_s / d_in) = e^ε_sel: the parallel argument of §11,
   audited at its tight point.
 
 Power (each must reject, with the exact chance of a false pass computed and ≤ 4e-8): the

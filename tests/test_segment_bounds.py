@@ -1,4 +1,4 @@
-"""Segmented sketches hold their bounds whatever the store holds (docs/DESIGN.md §10).
+"""Segmented sketches hold their bounds whatever the store holds (docs/DESIGN.md §11).
 
 The segmented sketch is the DP-SPIN sketch of the product dictionary segment × atom. On
 stores with hostile assignment rows (tests/test_sketch_bounds.py's strategy) and hostile

@@ -1,4 +1,4 @@
-"""Segmented releases end to end (docs/DESIGN.md §10, docs/PLAN.md "Segmented plans"): the
+"""Segmented releases end to end (docs/DESIGN.md §11, docs/PLAN.md "Segmented plans"): the
 public domain and what it rules out, the mechanisms over S·m coordinates and their charge,
 the plan's parts, the command line (`--segment-by`, `--segments`, `--segments-file`,
 `--period-col`, `--boundaries`, `--segment-top`), and that the query of an unsegmented
@@ -112,7 +112,7 @@ def test_mechanism_over_segment_by_atom(mechanism, admission):
         select = mech.parts[0]
         assert select.per_segment == 3 and select.audit_record()["per_segment"] == 3
         assert select.measurement.input_domain.size == m              # one selection per segment's m atoms
-        # the parallel argument needs the top-k map linear in d (docs/DESIGN.md §10)
+        # the parallel argument needs the top-k map linear in d (docs/DESIGN.md §11)
         d = select.d_in
         assert select.measurement.map(2 * d) == pytest.approx(2 * select.measurement.map(d), rel=1e-12)
         assert select.measurement.map(d // 3) <= select.measurement.map(d) / 3 * (1 + 1e-9)

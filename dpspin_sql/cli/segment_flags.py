@@ -1,4 +1,4 @@
-"""The segment flags of `dpspin release` (docs/DESIGN.md §10, docs/PLAN.md "Segmented plans").
+"""The segment flags of `dpspin release` (docs/DESIGN.md §11, docs/PLAN.md "Segmented plans").
 
     --segment-by product --segments "Mortgage,Credit card"     one segment per value
     --segment-by product --segments-file products.txt          the domain, one label a line

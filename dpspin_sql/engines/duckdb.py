@@ -88,7 +88,7 @@ def file_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, source:
 
 def segmented_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, placement: SegmentPlacement,
                      source: SketchSource = STORE, settings: EngineSettings | None = None) -> Sketch:
-    """The enforced sketch over (segment, atom) (dpspin_sql.segments, docs/DESIGN.md §10): the
+    """The enforced sketch over (segment, atom) (dpspin_sql.segments, docs/DESIGN.md §11): the
     portable query with the placement's predicates, over the store's logical rows
     (`STORE_ROWS`, read in one snapshot with the store's checks) or a file source with a
     records file. S·m coordinates, segment-major."""
