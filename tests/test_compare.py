@@ -330,3 +330,25 @@ def test_cfpb_before_and_from_2017(tmp_path, capsys):
         assert all(math.isfinite(r["difference_interval"][0]) for r in c["atoms"])
     st = json.loads(cli(capsys, "budget", "--db", db, "--json")[1])
     assert st["epsilon_spent"] == pytest.approx(1.5)      # two releases and one segmented release
+
+
+def test_the_readme_comparison_example_runs(tmp_path, monkeypatch, capsys):
+    """README "Comparing periods, products and releases", after the pipeline's store is built
+    as the README builds it (its lines up to `dpspin assign`)."""
+    if not CFPB.exists():
+        pytest.skip(f"CFPB sample not available: {CFPB} is absent")
+    import shlex
+
+    from dpspin_sql import cli as cli_mod
+    from tests.test_readme import bash_blocks
+
+    monkeypatch.chdir(tmp_path)
+    pipeline = bash_blocks("## The pipeline")[0].strip().splitlines()
+    setup = pipeline[:[i for i, line in enumerate(pipeline) if line.startswith("dpspin assign")][0] + 1]
+    (example,) = bash_blocks("## Comparing periods, products and releases")
+    for line in setup + example.strip().splitlines():
+        argv = shlex.split(line.replace("../shared/data", str(SHARED_DATA)))
+        assert argv[0] == "dpspin"
+        assert cli_mod.run(argv[1:]) == 0, f"{line!r}: {capsys.readouterr().err}"
+    c = json.loads((tmp_path / "change.json").read_text())
+    assert c["a"]["name"] == "before 2017-01-01" and (tmp_path / "change.html").exists()
