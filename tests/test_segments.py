@@ -261,6 +261,7 @@ def test_cli_segments_file_joint_admission_and_periods(db, tmp_path, capsys):
     (["--segment-by", "product", "--segments", "a", "--public-denominator", "100"], 2, "denominator"),
     (["--segment-by", "weight * 1", "--segments", "a"], 1, "records columns"),
     (["--segment-by", "random()", "--segments", "a"], 1, "audit"),
+    (["--segment-by", "product", "--segments", "a", "--assignments", "rows.parquet"], 2, "--assignments"),
 ])
 def test_cli_refusals_are_one_line_and_charge_nothing(db, tmp_path, capsys, extra, code, words):
     before = snapshot(db)
