@@ -344,7 +344,7 @@ def test_the_readme_comparison_example_runs(tmp_path, monkeypatch, capsys):
 
     monkeypatch.chdir(tmp_path)
     pipeline = bash_blocks("## The pipeline")[0].strip().splitlines()
-    setup = pipeline[:[i for i, line in enumerate(pipeline) if line.startswith("dpspin assign")][0] + 1]
+    setup = pipeline[:next(i for i, line in enumerate(pipeline) if line.startswith("dpspin assign")) + 1]
     (example,) = bash_blocks("## Comparing periods, products and releases")
     for line in setup + example.strip().splitlines():
         argv = shlex.split(line.replace("../shared/data", str(SHARED_DATA)))
