@@ -56,16 +56,25 @@ class CardData:
 
 
 def gather(plan_path: str | Path, *, db: str | Path | None = None, summary: str | Path | None = None,
-           attempts: str | Path | None = None, dictionary: str | Path | None = None) -> CardData:
+           attempts: str | Path | None = None, dictionary: str | Path | None = None,
+           segment: str | None = None) -> CardData:
     """Read and check a release's public pieces: the plan (validated against its
     dictionary), the store's ledger (read-only, `ledger.verify`), the summary (re-verified)
-    and the attempts file."""
+    and the attempts file. A segmented plan's card shows one `segment` (plan.segment_part)."""
     from dpspin_sql.errors import BadInput
     from dpspin_sql.outputs import dictionary_sidecar
-    from dpspin_sql.plan import read_json, validate_plan
+    from dpspin_sql.plan import read_json, segment_part, validate_plan
 
     plan_path = Path(plan_path)
     plan = read_json(plan_path, "plan")
+    if isinstance(plan, dict) and isinstance(plan.get("segments"), list):
+        validate_plan(plan)
+        if segment is None:
+            known = ", ".join(repr(x) for x in (plan.get("segmentation") or {}).get("labels") or [])
+            raise BadInput(f"{plan_path} is a segmented plan: card one segment with --segment ({known})")
+        plan = segment_part(plan, segment)
+    elif segment is not None:
+        raise BadInput(f"{plan_path} is not a segmented plan: it has no segment {segment!r}")
     dict_path = Path(dictionary) if dictionary else dictionary_sidecar(plan_path)
     labels = None
     if dict_path.is_file():
@@ -540,6 +549,14 @@ def render(data: CardData) -> str:
     cost = plan.get("privacy_cost") or {}
     title = (f"Release card — {plan.get('mechanism')} plan, top {plan.get('L')} of {plan.get('m')}, "
              f"ε = {_g(cost.get('epsilon', plan.get('epsilon')), 4)}")
+    segment_line = ""
+    if isinstance(plan.get("segment"), str):   # one segment of a segmented plan (plan.segment_part)
+        seg = plan.get("segmentation") or {}
+        title += f" — segment {plan['segment']}"
+        segment_line = (f'<p id="segment">Segment <strong>{e(plan["segment"])}</strong> of a release segmented by '
+                        f'{e(seg.get("name"))} ({len(seg.get("labels") or [])} segments, one charge, '
+                        f'{e(seg.get("admission"))} admission): ranks are within the segment, and its intervals hold '
+                        "together with every other segment's.</p>")
     badges = [_badge(plan.get("noise_source") == "opendp", f"noise: {plan.get('noise_source', 'unknown')}")]
     if data.ledger_findings is None:
         badges.append(_badge(None, "ledger not read (no --db)"))
@@ -561,6 +578,7 @@ def render(data: CardData) -> str:
 <p>Release <code>{e(plan.get('release_id'))}</code> · created {e(plan.get('created_at'))} ·
 {e(plan.get('unit'))} level, {e(plan.get('adjacency'))} · plan file {_file(data.plan_path)}</p>
 <p class="muted">Dictionary <code class="hash">{e(plan.get('dictionary'))}</code></p>
+{segment_line}
 <div class="badges">{''.join(badges)}</div>
 </header>
 {alerts}

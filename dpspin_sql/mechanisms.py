@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -34,13 +34,19 @@ class MeasurementPart:
     epsilon: float
     delta: float
     noise_scale: float  # the OpenDP `scale` argument, fixed-point units
+    # > 0: the measurement is applied to each of this many segments' sub-vectors, charged
+    # once by the parallel argument of docs/DESIGN.md §11 (private top-L per segment)
+    per_segment: int = 0
 
     def audit_record(self) -> dict:
-        return {"name": self.name, "d_in": self.d_in, "epsilon": self.epsilon, "delta": self.delta,
-                "scale": self.noise_scale,
-                "input_metric": str(self.measurement.input_metric),
-                "output_measure": str(self.measurement.output_measure),
-                "measurement": dp.serialize(self.measurement)}
+        record = {"name": self.name, "d_in": self.d_in, "epsilon": self.epsilon, "delta": self.delta,
+                  "scale": self.noise_scale,
+                  "input_metric": str(self.measurement.input_metric),
+                  "output_measure": str(self.measurement.output_measure),
+                  "measurement": dp.serialize(self.measurement)}
+        if self.per_segment:
+            record["per_segment"] = self.per_segment
+        return record
 
 
 @dataclass
@@ -62,6 +68,17 @@ class Mechanism:
     noise_kind: str               # "laplace" | "gaussian"
     scale: int = SCALE
     extra: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """The sketch's coordinates: m, or S·m for a segmented release (docs/DESIGN.md §11)."""
+        return self.m * self.request.n_segments
+
+    @property
+    def admitted_values(self) -> int:
+        """How many values a plan releases: L, or L per segment."""
+        segments = self.request.segments
+        return self.request.L * (segments.S if segments is not None and segments.admission == "per_segment" else 1)
 
     @property
     def cost(self) -> tuple[float, float]:
@@ -94,17 +111,23 @@ class Mechanism:
         it never reaches a plan.
         """
         mass = np.asarray(mass)
-        if mass.dtype != np.int64 or mass.shape != (self.m,):
-            raise ValueError(f"sketch must be int64 of length {self.m}")
+        if mass.dtype != np.int64 or mass.shape != (self.size,):
+            raise ValueError(f"sketch must be int64 of length {self.size}")
         x = [int(v) for v in mass]
         L = self.request.L
+        # segments whose coordinates are admitted apart: the top L of each (per_segment), or
+        # one block of all S·m coordinates (an unsegmented release, or joint admission)
+        segments = self.request.segments
+        blocks = self.request.n_segments if segments is not None and segments.admission == "per_segment" else 1
+        width = self.size // blocks
         if self.request.mechanism == "private_topL":
             select, values = (p.measurement for p in self.parts)
-            admitted = [int(i) for i in select(x)]
+            admitted = [b * width + int(i) for b in range(blocks) for i in select(x[b * width:(b + 1) * width])]
             noisy_all = values(x)  # independent per coordinate; only admitted ones leave this frame
         else:
             noisy_all = self.parts[0].measurement(x)
-            admitted = top_l(np.array(noisy_all, dtype=np.int64), L)
+            noisy_vec = np.array(noisy_all, dtype=np.int64)
+            admitted = [b * width + i for b in range(blocks) for i in top_l(noisy_vec[b * width:(b + 1) * width], L)]
             if observe is not None:
                 observe(np.asarray(noisy_all, dtype=np.float64) / self.scale)
         noisy = {i: noisy_all[i] / self.scale for i in admitted}
@@ -149,26 +172,40 @@ def make_mechanism(request: ReleaseRequest, m: int, scale: int = SCALE) -> Mecha
 
 def _make_mechanism(request: ReleaseRequest, m: int, scale: int) -> Mechanism:
     d_in = request.d_in
-    domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=m)
+    # a segmented release is a release over its S·m (segment, atom) coordinates, at the same
+    # d_in: a unit's whole vector, across segments, is clipped to L1 ≤ b (docs/DESIGN.md §11)
+    size = m * request.n_segments
+    domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=size)
     eps, delta = request.epsilon, request.delta
+    segmented = {"segments": request.n_segments, "admission": request.segments.admission,
+                 "coordinates": size} if request.segments is not None else {}
 
     if request.mechanism == "laplace":
         part = _laplace(domain, int(d_in.l1), eps)
-        return Mechanism(request, m, (part,), part.noise_scale / scale, "laplace", scale)
+        return Mechanism(request, m, (part,), part.noise_scale / scale, "laplace", scale, extra=segmented)
     # ReleaseRequest fills δ and the calibration in for both Gaussian mechanisms
     assert delta is not None and request.calibration is not None
     if request.mechanism == "gaussian":
         part = _gaussian(domain, int(d_in.l2), eps, delta, request.calibration, sensitivity_l2=d_in.l2)
-        return Mechanism(request, m, (part,), part.noise_scale / scale, "gaussian", scale)
+        return Mechanism(request, m, (part,), part.noise_scale / scale, "gaussian", scale, extra=segmented)
     assert request.selection_fraction is not None  # filled in for private_topL
     eps_sel = eps * request.selection_fraction
     eps_val = eps - eps_sel
     monotonic = request.adjacency == "add_drop"
-    select = _top_k(domain, int(d_in.linf), eps_sel, request.L, monotonic)
+    if request.segments is not None and request.segments.admission == "per_segment":
+        # one noisy top-L per segment, each over that segment's m coordinates, all charged
+        # once: under add_drop one unit moves segment s by a non-negative vector whose L∞
+        # norm d_s satisfies Σ_s d_s ≤ Σ_s ‖Δ_s‖₁ ≤ b = Δ∞, and the pure-DP top-k map is
+        # linear in d, so the S selections together cost the map at Δ∞ (docs/DESIGN.md §11;
+        # the request refuses this under replace)
+        per = dp.vector_domain(dp.atom_domain(T=dp.i64), size=m)
+        select = replace(_top_k(per, int(d_in.linf), eps_sel, request.L, monotonic), per_segment=request.n_segments)
+    else:
+        select = _top_k(domain, int(d_in.linf), eps_sel, request.L, monotonic)
     values = _gaussian(domain, int(d_in.l2), eps_val, delta, request.calibration, sensitivity_l2=d_in.l2)
     return Mechanism(request, m, (select, values), values.noise_scale / scale, "gaussian", scale,
                      extra={"selection_epsilon": select.epsilon, "value_epsilon": values.epsilon,
-                            "selection_scale": select.noise_scale / scale, "monotonic": monotonic})
+                            "selection_scale": select.noise_scale / scale, "monotonic": monotonic} | segmented)
 
 
 def _laplace(domain, d_in: int, eps: float) -> MeasurementPart:
@@ -269,11 +306,21 @@ def interval_half_width(mechanism: Mechanism, confidence: float) -> float:
     too slow at such σ).
     """
     request = mechanism.request
-    family = request.L if request.mechanism == "private_topL" else mechanism.m
+    # a segmented release: every one of its S·m coordinates (laplace, gaussian), or the L
+    # per segment / L in all it admits (private_topL)
+    family = mechanism.admitted_values if request.mechanism == "private_topL" else mechanism.size
     alpha = (1.0 - confidence) / max(family, 1)
-    scale_fix = mechanism.noise_scale * mechanism.scale
-    if mechanism.noise_kind == "laplace":
+    return noise_accuracy(mechanism.noise_kind, mechanism.noise_scale, alpha, mechanism.scale)
+
+
+def noise_accuracy(noise_kind: str, noise_scale: float, alpha: float, scale: int = SCALE) -> float:
+    """a (mass units) with P(|noise| ≥ a) ≤ alpha for one released value whose noise is
+    `noise_kind` ("laplace" | "gaussian") at `noise_scale` (mass units) in fixed point:
+    OpenDP's discrete-Laplace accuracy, or OpenDP's Gaussian accuracy plus one fixed-point
+    unit (see `interval_half_width`)."""
+    scale_fix = noise_scale * scale
+    if noise_kind == "laplace":
         accuracy = dp.discrete_laplacian_scale_to_accuracy(scale_fix, alpha)
     else:
         accuracy = dp.gaussian_scale_to_accuracy(scale_fix, alpha) + 1.0
-    return float(accuracy) / mechanism.scale
+    return float(accuracy) / scale

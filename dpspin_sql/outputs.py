@@ -146,7 +146,8 @@ def _looks_like_plan(path: Path) -> bool:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(d, dict) and isinstance(d.get("atoms"), list) and "mechanism" in d
+    return isinstance(d, dict) and (isinstance(d.get("atoms"), list) or isinstance(d.get("segments"), list)) \
+        and "mechanism" in d
 
 
 def write_text_atomic(path: str | Path, text: str, *, overwrite: bool = True) -> Path:

@@ -24,10 +24,14 @@ from dpspin_sql.errors import BadInput
 from dpspin_sql.mechanisms import Mechanism, NoisyRelease, comparison_margin, interval_half_width
 from dpspin_sql.outputs import dictionary_sidecar, write_text_atomic
 
-__all__ = ["SCHEMA_VERSION", "Plan", "PlanAtom", "make_plan", "load_plan", "assign_bin", "validate_plan",
-           "dictionary_sidecar", "dictionary_body"]
+__all__ = ["SCHEMA_VERSION", "SEGMENTED_SCHEMA_VERSION", "Plan", "PlanAtom", "PlanSegment", "make_plan",
+           "load_plan", "assign_bin", "validate_plan", "segment_part", "dictionary_sidecar", "dictionary_body"]
 
 SCHEMA_VERSION = "2"
+# A segmented plan (docs/PLAN.md, "Segmented plans") holds its atoms per segment in
+# `segments`, and no top-level `atoms`: a reader that knows only version 2 refuses it
+# rather than read it as a plan that admitted nothing.
+SEGMENTED_SCHEMA_VERSION = "3"
 
 NOTES = {
     "noisy_mass": "noisy_mass is the released total weight of the atom: each record spreads at most one unit of "
@@ -41,6 +45,14 @@ NOTES = {
             "reaches zero is 'low' whatever its rank.",
     "comparison_margin": "a claim 'a is more common than b' is supported only when their noisy masses differ "
                          "by at least comparison_margin.",
+}
+
+SEGMENT_NOTES = {
+    "segments": "a segmented plan is one release over (segment, atom): each record is in at most one segment "
+                "(records in none are left out), and at user level each user's whole vector, across all "
+                "segments, is clipped to B. segments[].atoms are each segment's admitted atoms, ranked within "
+                "the segment; segmentation.admission says whether the top L were taken per segment or over all "
+                "(segment, atom) pairs. The intervals hold together for every segment at once.",
 }
 
 
@@ -63,6 +75,18 @@ class PlanAtom:
             if d[optional] is None:
                 del d[optional]
         return d
+
+
+@dataclass
+class PlanSegment:
+    """One segment of a segmented plan: its public label and its admitted atoms (ranks 1..n
+    within the segment)."""
+
+    segment: str
+    atoms: list[PlanAtom]
+
+    def to_dict(self) -> dict:
+        return {"segment": self.segment, "atoms": [a.to_dict() for a in self.atoms]}
 
 
 @dataclass
@@ -95,6 +119,10 @@ class Plan:
     notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    # a segmented plan (docs/DESIGN.md §11): the public segment domain, and the atoms per
+    # segment (then `atoms` is empty and not written)
+    segmentation: dict | None = None
+    segments: list[PlanSegment] | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -102,6 +130,13 @@ class Plan:
         first = ["schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "B", "K", "L", "m",
                  "calibration", "noise_scale", "comparison_margin", "public_denominator", "bins", "bin_basis",
                  "dictionary", "created_at"]
+        if self.segments is None:
+            d.pop("segmentation")
+            d.pop("segments")
+        else:
+            d.pop("atoms")
+            d["segments"] = [part.to_dict() for part in self.segments]
+            first += ["segmentation", "segments"]
         return {k: d[k] for k in first} | {k: v for k, v in d.items() if k not in first}
 
     def to_json(self) -> str:
@@ -109,12 +144,26 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict) -> Plan:
+        def atom_list(items: list) -> list[PlanAtom]:
+            return [PlanAtom(**{k: a.get(k) for k in PlanAtom.__dataclass_fields__}) for a in items]
+
         try:
-            atoms = [PlanAtom(**{k: a.get(k) for k in PlanAtom.__dataclass_fields__}) for a in d["atoms"]]
-            fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "atoms"}
-            return cls(atoms=atoms, **fields)
+            segments = None
+            if "segments" in d:
+                segments = [PlanSegment(str(part["segment"]), atom_list(part["atoms"])) for part in d["segments"]]
+                atoms: list[PlanAtom] = []
+            else:
+                atoms = atom_list(d["atoms"])
+            fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k not in ("atoms", "segments")}
+            return cls(atoms=atoms, segments=segments, **fields)
         except (KeyError, TypeError, AttributeError) as exc:
             raise BadInput(f"not a dpspin plan: missing or malformed {exc}") from None
+
+    def all_atoms(self) -> list[tuple[str | None, PlanAtom]]:
+        """(segment label or None, atom) for every admitted atom, in plan order."""
+        if self.segments is None:
+            return [(None, a) for a in self.atoms]
+        return [(part.segment, a) for part in self.segments for a in part.atoms]
 
     def write(self, path: str | Path, *, overwrite: bool = True) -> Path:
         return write_text_atomic(path, self.to_json(), overwrite=overwrite)
@@ -147,6 +196,8 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
     public noise scale.
     """
     request = mechanism.request
+    if request.segments is not None and not isinstance(noisy, SegmentNoise):
+        return _segmented_plan(noisy, mechanism, atoms, dictionary_id, release_id, ledger_chain)
     denominator = request.public_denominator
     bins, basis = request.plan_bins()
     margin = request.comparison_margin
@@ -184,6 +235,39 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
                 bin_rule=bin_rule(bins, basis), notes=dict(NOTES))
 
 
+class SegmentNoise(NoisyRelease):
+    """One segment's admitted atoms (positions in the dictionary) and noisy masses, in rank order."""
+
+
+def _segmented_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary_id: str,
+                    release_id: str | None, ledger_chain: str | None) -> Plan:
+    """A segmented plan (docs/DESIGN.md §11): each segment's admitted atoms made into plan
+    atoms by `make_plan` itself (ranks within the segment; the intervals are the segmented
+    mechanism's, which hold for every coordinate at once), gathered under `segments`."""
+    segments = mechanism.request.segments
+    assert segments is not None
+    m = len(atoms)
+    parts: dict[int, list[tuple[int, float]]] = {s: [] for s in range(segments.S)}
+    for pos, value in zip(noisy.admitted, noisy.noisy_mass):
+        parts[pos // m].append((pos % m, float(value)))
+    plans = []
+    for s in range(segments.S):
+        ranked = sorted(parts[s], key=lambda iv: (-iv[1], iv[0]))   # by noisy mass, ties: lower atom index
+        plans.append(make_plan(SegmentNoise([i for i, _ in ranked], [v for _, v in ranked]), mechanism, atoms,
+                               dictionary_id, release_id, ledger_chain))
+    plan = plans[0]
+    plan.segments = [PlanSegment(label, p.atoms) for label, p in zip(segments.labels, plans)]
+    plan.atoms = []
+    plan.segmentation = {"name": segments.name, "kind": segments.kind, "labels": list(segments.labels),
+                         "definition": segments.definition, "admission": segments.admission,
+                         "coordinates": mechanism.size}
+    if segments.kind == "periods":
+        plan.segmentation["boundaries"] = list(segments.boundaries)
+    plan.notes = dict(plan.notes) | SEGMENT_NOTES
+    plan.schema_version = SEGMENTED_SCHEMA_VERSION
+    return plan
+
+
 def assign_bin(value: float, bins: dict, basis: str) -> str:
     """Public bin rule: support ≥ high → high, ≥ moderate → moderate, else low; on rank,
     rank ≤ high → high, ≤ moderate → moderate, else low."""
@@ -212,42 +296,29 @@ def dictionary_body(atoms: list, dictionary_id: str) -> str:
 
 def validate_plan(d: Any, dictionary: Any = None) -> None:
     """Refuse (BadInput) a plan that is not what a release writes. `dictionary` is the
-    parsed sidecar ({"dictionary", "atoms"}) when there is one."""
-    if not isinstance(d, dict) or not isinstance(d.get("atoms"), list):
+    parsed sidecar ({"dictionary", "atoms"}) when there is one. A segmented plan
+    (`segments`, docs/PLAN.md) is checked segment by segment."""
+    if not isinstance(d, dict) or not (isinstance(d.get("atoms"), list) or isinstance(d.get("segments"), list)):
         raise BadInput("not a dpspin plan: it needs an 'atoms' list")
-    atoms = d["atoms"]
     L = d.get("L")
     if not isinstance(L, int) or isinstance(L, bool) or L < 0:
         raise BadInput("tampered plan: L is missing or not a non-negative integer")
-    if len(atoms) > L:
-        raise BadInput(f"tampered plan: {len(atoms)} atoms for L={L}")
     m = d.get("m")
-    if isinstance(m, int) and len(atoms) > m:
-        raise BadInput(f"tampered plan: {len(atoms)} atoms for a dictionary of m={m}")
-    ids, ranks = [], []
-    for a in atoms:
-        if not isinstance(a, dict) or not isinstance(a.get("label"), str):
-            raise BadInput("tampered plan: every atom needs a string label")
-        for key in ("noisy_mass", "display_mass", "support"):
-            v = a.get(key)
-            if v is None and key == "support":
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a non-finite or missing {key}")
-        for key in ("interval", "support_interval"):
-            v = a.get(key)
-            if v is not None and not (isinstance(v, list) and len(v) == 2 and all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
-                    and v[0] <= v[1]):
-                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a malformed {key}")
-        if not isinstance(a.get("atom_id"), int) or isinstance(a.get("atom_id"), bool):
-            raise BadInput(f"tampered plan: atom {a.get('label')!r} has no integer atom_id")
-        ids.append(a["atom_id"])
-        ranks.append(a.get("rank"))
-    if len(set(ids)) != len(ids):
-        raise BadInput("tampered plan: an atom appears twice")
-    if ranks != list(range(1, len(atoms) + 1)):
-        raise BadInput("tampered plan: ranks must be 1..n in order")
+    parts: list[tuple[str | None, list]]
+    if isinstance(d.get("segments"), list):
+        parts = list(_segment_lists(d))
+        joint = (d.get("segmentation") or {}).get("admission") == "joint"
+        if joint and sum(len(atoms) for _, atoms in parts) > L:
+            raise BadInput(f"tampered plan: more than L={L} atoms admitted jointly")
+    else:
+        parts = [(None, d["atoms"])]
+    for segment, atoms in parts:
+        where = f" in segment {segment!r}" if segment is not None else ""
+        if len(atoms) > L:
+            raise BadInput(f"tampered plan: {len(atoms)} atoms for L={L}{where}")
+        if isinstance(m, int) and len(atoms) > m:
+            raise BadInput(f"tampered plan: {len(atoms)} atoms for a dictionary of m={m}{where}")
+        _validate_atoms(atoms, where)
     for k in ("comparison_margin", "noise_scale", "epsilon"):
         v = d.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
@@ -263,9 +334,70 @@ def validate_plan(d: Any, dictionary: Any = None) -> None:
     if d.get("dictionary") and digest != d["dictionary"]:
         raise BadInput(f"the dictionary's content hashes to {digest[:19]}…, not the plan's {str(d['dictionary'])[:19]}…")
     by_id = {int(e["atom_id"]): e for e in dictionary["atoms"]}
-    for a in atoms:
-        entry = by_id.get(a["atom_id"])
-        if entry is None or str(entry.get("label")) != a["label"]:
-            raise BadInput(f"tampered plan: atom {a['atom_id']} ({a['label']!r}) is not in the plan's dictionary")
+    for _, atoms in parts:
+        for a in atoms:
+            entry = by_id.get(a["atom_id"])
+            if entry is None or str(entry.get("label")) != a["label"]:
+                raise BadInput(f"tampered plan: atom {a['atom_id']} ({a['label']!r}) is not in the plan's dictionary")
     if isinstance(m, int) and m != len(by_id):
         raise BadInput(f"tampered plan: m={m} but the dictionary holds {len(by_id)} atoms")
+
+
+def _validate_atoms(atoms: list, where: str = "") -> None:
+    ids, ranks = [], []
+    for a in atoms:
+        if not isinstance(a, dict) or not isinstance(a.get("label"), str):
+            raise BadInput(f"tampered plan: every atom needs a string label{where}")
+        for key in ("noisy_mass", "display_mass", "support"):
+            v = a.get(key)
+            if v is None and key == "support":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a non-finite or missing {key}{where}")
+        for key in ("interval", "support_interval"):
+            v = a.get(key)
+            if v is not None and not (isinstance(v, list) and len(v) == 2 and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+                    and v[0] <= v[1]):
+                raise BadInput(f"tampered plan: atom {a.get('label')!r} has a malformed {key}{where}")
+        if not isinstance(a.get("atom_id"), int) or isinstance(a.get("atom_id"), bool):
+            raise BadInput(f"tampered plan: atom {a.get('label')!r} has no integer atom_id{where}")
+        ids.append(a["atom_id"])
+        ranks.append(a.get("rank"))
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"tampered plan: an atom appears twice{where}")
+    if ranks != list(range(1, len(atoms) + 1)):
+        raise BadInput(f"tampered plan: ranks must be 1..n in order{where}")
+
+
+def _segment_lists(d: dict) -> list[tuple[str, list]]:
+    """A segmented plan's (label, atoms) parts, checked against its declared domain."""
+    segmentation = d.get("segmentation")
+    labels = segmentation.get("labels") if isinstance(segmentation, dict) else None
+    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        raise BadInput("tampered plan: a segmented plan needs segmentation.labels, a list of strings")
+    parts = []
+    for part in d["segments"]:
+        if not isinstance(part, dict) or not isinstance(part.get("segment"), str) \
+                or not isinstance(part.get("atoms"), list):
+            raise BadInput("tampered plan: every segment needs a 'segment' label and an 'atoms' list")
+        parts.append((part["segment"], part["atoms"]))
+    if [p[0] for p in parts] != labels:
+        raise BadInput("tampered plan: the segments are not the declared domain, in order")
+    return parts
+
+
+def segment_part(d: dict, segment: str) -> dict:
+    """One segment of a segmented plan as a plan of its own (docs/PLAN.md): every public
+    field, the segment's atoms as `atoms`, and `segment` naming it. Its intervals are the
+    segmented release's (they hold together for every segment at once)."""
+    if not isinstance(d.get("segments"), list):
+        raise BadInput("the plan is not segmented: it has no segment to choose")
+    parts = dict(_segment_lists(d))
+    if segment not in parts:
+        known = ", ".join(repr(s) for s in parts)
+        raise BadInput(f"the plan has no segment {segment!r} (its segments: {known})")
+    part = {k: v for k, v in d.items() if k != "segments"}
+    part["atoms"] = parts[segment]
+    part["segment"] = segment
+    return part

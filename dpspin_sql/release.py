@@ -180,3 +180,5 @@ def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) ->
         raise BadInput("the sketch was computed with other bounds (unit, K, B) than the release claims")
     if [int(a) for a in sketch.atom_ids] != [a.atom_id for a in atoms]:
         raise BadInput("the sketch does not cover the current dictionary")
+    if sketch.segments != (request.segments.labels if request.segments is not None else None):
+        raise BadInput("the sketch's segments are not the release's segment domain (docs/DESIGN.md §11)")

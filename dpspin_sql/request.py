@@ -37,6 +37,12 @@ DEFAULT_DELTA = 1e-6
 DEFAULT_SELECTION_FRACTION = 0.5
 DEFAULT_SUPPORT_BINS = {"high": 0.10, "moderate": 0.03}
 DEFAULT_RANK_BINS = {"high": 3, "moderate": 7}
+# Segmented releases (docs/DESIGN.md §11): how many segments a curator may declare, and how
+# atoms are admitted: the top L of each segment, or the top L (segment, atom) pairs in all.
+MAX_SEGMENTS = 1000
+MAX_SEGMENT_LABEL = 200
+SEGMENT_ADMISSIONS = ("per_segment", "joint")
+SEGMENT_KINDS = ("values", "periods")
 
 
 def fixed_bound(B: float, scale: int = SCALE) -> int:
@@ -65,6 +71,81 @@ def _finite(x: Any) -> bool:
 
 def _integer(x: Any) -> bool:
     return _finite(x) and float(x).is_integer()
+
+
+@dataclass(frozen=True)
+class Segments:
+    """The public segment domain of a segmented release (docs/DESIGN.md §11), validated once.
+
+    `labels` is the domain the curator declares, in order (never read from the data): the
+    release is over (segment, atom) and a record whose segment is none of them is left
+    out (a per-record predicate). `name` says what the segments are (a column, a metadata
+    key, an expression), `definition` how a record is placed, in public words or SQL;
+    `kind` is `values` (a record is in the segment its value equals) or `periods` (a date
+    bucketed by the public `boundaries`, ISO dates in increasing order, one label more
+    than boundaries). `admission`: `per_segment` admits the top L atoms of every segment,
+    `joint` the top L (segment, atom) pairs in all.
+    """
+
+    labels: tuple[str, ...]
+    name: str = "segment"
+    definition: str = ""
+    kind: str = "values"
+    boundaries: tuple[str, ...] = ()
+    admission: str = "per_segment"
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # (frozen)
+        if isinstance(self.labels, str) or not isinstance(self.labels, (tuple, list)):
+            raise RequestError("segments", self.labels, "must be a list of segment labels")
+        labels = tuple(self.labels)
+        if not labels:
+            raise RequestError("segments", None, "declare at least one segment")
+        if len(labels) > MAX_SEGMENTS:
+            raise RequestError("segments", None, f"at most {MAX_SEGMENTS} segments ({len(labels)} given)")
+        for label in labels:
+            if not isinstance(label, str) or not label.strip():
+                raise RequestError("segments", label, "a segment label must be non-empty text")
+            if len(label) > MAX_SEGMENT_LABEL or any(ord(c) < 32 for c in label):
+                raise RequestError("segments", label[:40], f"a segment label is one line of at most "
+                                                           f"{MAX_SEGMENT_LABEL} characters")
+        seen: set[str] = set()
+        for label in labels:
+            if label in seen:
+                raise RequestError("segments", label, "is declared twice")
+            seen.add(label)
+        set_("labels", labels)
+        if self.admission not in SEGMENT_ADMISSIONS:
+            raise RequestError("segment_admission", self.admission, f"use one of {', '.join(SEGMENT_ADMISSIONS)}")
+        if self.kind not in SEGMENT_KINDS:
+            raise RequestError("segment_kind", self.kind, f"use one of {', '.join(SEGMENT_KINDS)}")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise RequestError("segment_name", self.name, "must be non-empty text")
+        boundaries = tuple(self.boundaries)
+        if self.kind == "periods":
+            import datetime
+
+            try:
+                days = [datetime.date.fromisoformat(b) for b in boundaries]
+            except (TypeError, ValueError):
+                raise RequestError("boundaries", list(boundaries), "must be ISO dates (YYYY-MM-DD)") from None
+            if not days:
+                raise RequestError("boundaries", None, "periods need at least one boundary date")
+            if any(later <= earlier for earlier, later in zip(days, days[1:])):
+                raise RequestError("boundaries", list(boundaries), "must be distinct dates in increasing order")
+            if len(labels) != len(days) + 1:
+                raise RequestError("segments", None, f"{len(days)} boundaries make {len(days) + 1} periods, "
+                                                     f"not {len(labels)}")
+            set_("boundaries", tuple(d.isoformat() for d in days))
+        elif boundaries:
+            raise RequestError("boundaries", list(boundaries), "apply to periods only")
+        else:
+            set_("boundaries", ())
+
+    @property
+    def S(self) -> int:
+        """The number of segments."""
+        return len(self.labels)
 
 
 @dataclass(frozen=True)
@@ -140,6 +221,7 @@ class ReleaseRequest:
     comparison_confidence: float = 0.99
     comparison_margin: float | None = None
     interval_confidence: float = 0.95
+    segments: Segments | None = None
     defaulted: tuple[str, ...] = field(default=(), compare=False)
     ignored: tuple[str, ...] = field(default=(), compare=False)   # given, but without effect (said to the user)
 
@@ -213,8 +295,24 @@ class ReleaseRequest:
             if not all(_finite(v) and v >= 0 for v in bins.values()):
                 raise RequestError("bins", bins, "thresholds must be non-negative numbers")
             set_("bins", bins)
+        if self.segments is not None:
+            self._check_segments()
         set_("defaulted", tuple(defaulted))
         set_("ignored", tuple(ignored))
+
+    def _check_segments(self) -> None:
+        """A segmented release (docs/DESIGN.md §11): what the segment domain rules out."""
+        segments = self.segments
+        if not isinstance(segments, Segments):
+            raise RequestError("segments", segments, "must be a Segments domain")
+        if self.public_denominator is not None:
+            raise RequestError("public_denominator", self.public_denominator,
+                               "a segmented release has no single denominator (each segment has its own size)")
+        if self.mechanism == "private_topL" and segments.admission == "per_segment" and self.adjacency != "add_drop":
+            raise RequestError("segment_admission", segments.admission,
+                               "private top-L per segment is charged once by the parallel argument of "
+                               "docs/DESIGN.md §11, which holds under add_drop only; use joint admission "
+                               "or add_drop")
 
     # -- what follows from the parameters alone ---------------------------------------
     @property
@@ -248,9 +346,18 @@ class ReleaseRequest:
         return dict(self.bins or default), basis
 
     def check_m(self, m: int) -> None:
-        """Refuse a plan longer than the dictionary."""
-        if self.L > m:
+        """Refuse a plan longer than the dictionary (per segment, or over every (segment, atom)
+        pair when a segmented release admits jointly)."""
+        if self.segments is not None and self.segments.admission == "joint":
+            if self.L > m * self.segments.S:
+                raise RequestError("L", self.L, f"exceeds the {m * self.segments.S} (segment, atom) pairs")
+        elif self.L > m:
             raise RequestError("L", self.L, f"exceeds the number of atoms m={m}")
+
+    @property
+    def n_segments(self) -> int:
+        """The number of segments (1 for an unsegmented release)."""
+        return 1 if self.segments is None else self.segments.S
 
     def public_params(self) -> dict:
         """The request as recorded in the ledger (public parameters only)."""

@@ -43,6 +43,9 @@ class Sketch:
     n_records: int | None     # the target split's public shape; None for a file source (not counted)
     n_users: int | None
     scale: int = SCALE
+    # a segmented sketch (docs/DESIGN.md §11): the segment labels, and `mass` holds S·m
+    # coordinates, segment-major: mass[s·m + j] is atom atom_ids[j] in segment labels[s]
+    segments: tuple[str, ...] | None = None
 
     @property
     def m(self) -> int:
@@ -180,20 +183,33 @@ def _check_user_facts(n_without_user: int, shared: int, aux_without_user: int) -
                        "release needs a user-disjoint split (dpspin split --unit user)")
 
 
-def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds) -> Sketch:
-    """Place an engine's (atom_id, mass) rows on the dictionary's order (atoms nobody hit get 0)."""
+def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds,
+             segments: tuple[str, ...] | None = None) -> Sketch:
+    """Place an engine's (atom_id, mass) rows on the dictionary's order (atoms nobody hit get 0).
+    With `segments`, the rows are a segmented query's ((segment, atom) key, mass) rows
+    (dpspin_sql.segments) and the sketch has S·m coordinates, segment-major."""
     atom_ids = facts.atom_ids
-    mass = np.zeros(len(atom_ids), dtype=np.int64)
+    m = len(atom_ids)
+    mass = np.zeros(m * (len(segments) if segments is not None else 1), dtype=np.int64)
     index = {int(a): i for i, a in enumerate(atom_ids)}
     limit = np.iinfo(np.int64).max
     for atom_id, value in rows:
         value = int(value)
         if value > limit:
             raise BadInput("the sketch overflows int64 fixed point; lower -B or split the release")
-        mass[index[int(atom_id)]] = value
+        if segments is None:
+            mass[index[int(atom_id)]] = value
+        else:
+            from dpspin_sql.segments import decode_key
+
+            segment, atom = decode_key(int(atom_id))
+            if not 0 <= segment < len(segments):
+                raise AssertionError("the segmented sketch returned a segment outside its domain")
+            mass[segment * m + index[atom]] = value
     assert bounds.B is not None  # Bounds always sets B
     return Sketch(atom_ids=atom_ids, mass=mass, unit=bounds.unit, K=bounds.K, B=bounds.B,
-                  n_records=facts.n_records, n_users=facts.n_units)
+                  n_records=facts.n_records, n_users=facts.n_units,
+                  segments=tuple(segments) if segments is not None else None)
 
 
 # Users per chunk of the user-level store query (run_sketch): each chunk's per-(user, atom)

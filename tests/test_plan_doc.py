@@ -1,5 +1,6 @@
 """docs/PLAN.md documents every key a real plan has (and nothing a plan lacks), its schema
-version, and the interval formula that reproduces each plan's interval_half_width."""
+version, and the interval formula that reproduces each plan's interval_half_width; a
+segmented plan (schema 3) and a comparison likewise."""
 from __future__ import annotations
 
 import re
@@ -8,7 +9,7 @@ from pathlib import Path
 import opendp.prelude as dp
 import pytest
 
-from dpspin_sql.plan import SCHEMA_VERSION
+from dpspin_sql.plan import SCHEMA_VERSION, SEGMENTED_SCHEMA_VERSION
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
 from tests.helpers.core import read_plan, synthetic_store
@@ -23,6 +24,11 @@ REQUESTS = {
                                 adjacency="replace"),
     "topL-user-defaults": dict(mechanism="private_topL", epsilon=0.5, unit="user", L=4, public_denominator=120),
 }
+# segmented plans (schema 3): by period of a metadata date, per segment and jointly
+SEGMENTED = {
+    "periods-gaussian-user": dict(mechanism="gaussian", epsilon=0.5, delta=1e-6, unit="user", L=3),
+    "periods-topL-joint": dict(mechanism="private_topL", epsilon=0.5, delta=1e-6, unit="record", L=4),
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +41,17 @@ def plans(tmp_path_factory):
             path = d / f"{name}.json"
             release(con, ReleaseRequest(**kw), out=path)
             out[name] = read_plan(path)
+        from dpspin_sql.engines.duckdb import DuckDBEngine
+        from dpspin_sql.segment_by import by_periods
+
+        con.execute("UPDATE records SET metadata = json_object('day', CASE WHEN hash(record_id) % 3 = 0 "
+                    "THEN '2016-03-01' WHEN hash(record_id) % 3 = 1 THEN '2017-06-30' ELSE '2019-01-01' END)")
+        for name, kw in SEGMENTED.items():
+            admission = "joint" if name.endswith("joint") else "per_segment"
+            segments, placement = by_periods("day", ("2017-01-01", "2018-01-01"), admission=admission)
+            path = d / f"{name}.json"
+            release(con, ReleaseRequest(segments=segments, **kw), DuckDBEngine(segments=placement), out=path)
+            out[name] = read_plan(path)
     finally:
         con.close()
     return out
@@ -43,7 +60,10 @@ def plans(tmp_path_factory):
 def key_paths(plan: dict) -> set[str]:
     paths = set()
     for k, v in plan.items():
-        if k == "atoms":
+        if k == "segments":   # each part's atoms have the fields of atoms[]
+            paths |= {"segments", "segments[].segment", "segments[].atoms"}
+            paths |= {f"atoms[].{ak}" for part in v for a in part["atoms"] for ak in a}
+        elif k == "atoms":
             paths.add("atoms")
             for a in v:
                 paths |= {f"atoms[].{ak}" for ak in a}
@@ -55,10 +75,12 @@ def key_paths(plan: dict) -> set[str]:
     return paths
 
 
-def documented() -> set[str]:
-    """The keys in the first column of PLAN.md's field tables."""
+def documented(part: str = "plan") -> set[str]:
+    """The keys in the first column of PLAN.md's field tables: the plan's (everything before
+    "## Comparisons"), or the comparison's (that section)."""
     keys = set()
-    for line in DOC.read_text(encoding="utf-8").splitlines():
+    plan_doc, _, comparison_doc = DOC.read_text(encoding="utf-8").partition("\n## Comparisons")
+    for line in (plan_doc if part == "plan" else comparison_doc).splitlines():
         m = re.match(r"^\| `([^`]+)` \|", line)
         if m:
             keys.add(m.group(1))
@@ -80,7 +102,9 @@ def test_every_key_of_a_real_plan_is_documented(plans):
 def test_schema_version_is_documented(plans):
     text = DOC.read_text(encoding="utf-8")
     assert f'`schema_version` is `"{SCHEMA_VERSION}"`' in text
-    assert all(p["schema_version"] == SCHEMA_VERSION for p in plans.values())
+    assert f'`schema_version` is `"{SEGMENTED_SCHEMA_VERSION}"`' in text
+    assert all(p["schema_version"] == (SEGMENTED_SCHEMA_VERSION if name in SEGMENTED else SCHEMA_VERSION)
+               for name, p in plans.items())
 
 
 def test_documented_interval_formula_reproduces_the_plans(plans):
@@ -90,13 +114,17 @@ def test_documented_interval_formula_reproduces_the_plans(plans):
         scale = p["mechanism_details"]["fixed_point_scale"]
         c = p["interval_confidence"]
         family = p["L"] if p["mechanism"] == "private_topL" else p["m"]
+        seg = p.get("segmentation")
+        if seg:   # Segmented plans: every S·m coordinate, or the values admitted (L per segment, or L)
+            family = (p["L"] * (len(seg["labels"]) if seg["admission"] == "per_segment" else 1)
+                      if p["mechanism"] == "private_topL" else seg["coordinates"])
         alpha = (1 - c) / family
         if p["mechanism"] == "laplace":
             h = dp.discrete_laplacian_scale_to_accuracy(p["noise_scale"] * scale, alpha) / scale
         else:
             h = (dp.gaussian_scale_to_accuracy(p["noise_scale"] * scale, alpha) + 1.0) / scale
         assert p["interval_half_width"] == pytest.approx(h, rel=1e-12), name
-        for a in p["atoms"]:
+        for a in p.get("atoms") or [a for part in p.get("segments", []) for a in part["atoms"]]:
             assert a["interval"] == pytest.approx([a["noisy_mass"] - h, a["noisy_mass"] + h], rel=1e-12)
             if a["interval"][0] <= 0:
                 assert a["bin"] == "low"
@@ -112,3 +140,26 @@ def test_the_plan_notes_match_the_doc(plans):
     for p in plans.values():
         assert {f"notes.{k}" for k in p["notes"]} <= doc
         assert p["bin_rule"].endswith("low whenever the interval reaches 0")
+
+
+def test_every_key_of_a_real_comparison_is_documented(plans):
+    """The "Comparisons" section's tables name every top-level, family and notes key of a
+    comparison (and no other); its prose names every side, atom and swap field."""
+    from dpspin_sql.compare import compare, side_of
+
+    text = DOC.read_text(encoding="utf-8").partition("\n## Comparisons")[2]
+    doc = documented("comparison")
+    for c in (compare(side_of(plans["laplace-record"], name="a"), side_of(plans["topL-record-replace"], name="b")),
+              compare(side_of(plans["periods-gaussian-user"], "before 2017-01-01"),
+                      side_of(plans["periods-gaussian-user"], "from 2018-01-01"))):
+        keys = set()
+        for k, v in c.items():
+            keys.add(k)
+            if k in ("family", "notes"):
+                keys |= {f"{k}.{sub}" for sub in v}
+        assert not keys - doc, f"comparison keys not documented: {sorted(keys - doc)}"
+        nested = set(c["a"]) | {k for r in c["atoms"] + c["only_in_a"] + c["only_in_b"] + c["rank_swaps"] for k in r}
+        nested |= {k for r in c["atoms"] for side in ("a", "b") for k in r[side]}
+        nested |= {k for r in c["only_in_a"] for k in r["b"]} | {k for r in c["only_in_b"] for k in r["a"]}
+        assert not {k for k in nested if f"`{k}`" not in text}, "comparison fields the doc does not name"
+    assert doc <= keys | {"a", "b"}, f"docs/PLAN.md documents comparison keys no comparison has: {sorted(doc - keys)}"

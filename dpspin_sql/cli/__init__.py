@@ -26,7 +26,7 @@ import typer
 
 from dpspin_sql import __version__, interrupts
 from dpspin_sql import store as store_lib
-from dpspin_sql.cli import assign, atoms, card, decode, demo, experiment, release, sql, warehouse
+from dpspin_sql.cli import assign, atoms, card, compare, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
 from dpspin_sql.cli.common import FLAGS
 from dpspin_sql.db import duckdb_error_line, no_space, storage_error
@@ -70,6 +70,7 @@ app.add_typer(sql.app)
 app.add_typer(warehouse.app, name="warehouse")
 app.add_typer(decode.app)
 app.add_typer(card.app)
+app.add_typer(compare.app)
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(demo.app)
 

@@ -21,7 +21,7 @@ app = typer.Typer()
 
 @app.command("card", rich_help_panel="Read")
 def card_cmd(
-    plan: Path = typer.Argument(..., help="private_plan.json"),
+    plan: Path = typer.Argument(..., help="private_plan.json, or a comparison from dpspin compare"),
     out_path: Path = typer.Option(..., "--out", help="Where to write the card (an .html file)."),
     db: Optional[Path] = typer.Option(None, "--db", help="The store: adds the budget history and the ledger check."),
     summary: Optional[Path] = typer.Option(None, "--summary", help="The published summary (re-verified on the card)."),
@@ -30,6 +30,7 @@ def card_cmd(
                                                  "if there is one)."),
     dictionary: Optional[Path] = typer.Option(None, "--dictionary",
                                               help="Public dictionary (default: the sidecar beside the plan)."),
+    segment: Optional[str] = typer.Option(None, "--segment", help="A segmented plan's card shows this segment."),
     force: bool = typer.Option(False, "--force/--no-force", help="Replace an existing file at --out."),
 ) -> None:
     """Write a release card: the plan, a chart of its masses and intervals, the mechanism, the ledger history and
@@ -45,7 +46,20 @@ def card_cmd(
     outputs.add(out_path, "--out")
     if out_path.exists() and not force:
         raise BadInput(f"--out {out_path} already exists; pass --force to replace it")
-    data = gather(plan, db=db, summary=summary, attempts=attempts, dictionary=dictionary)
+    from dpspin_sql.plan import read_json
+
+    body = read_json(plan, "plan")
+    if isinstance(body, dict) and body.get("kind") == "comparison":   # `dpspin compare`'s output
+        given = [name for name, v in (("--db", db), ("--summary", summary), ("--attempts", attempts),
+                                      ("--dictionary", dictionary), ("--segment", segment)) if v is not None]
+        if given:
+            raise BadInput(f"{given[0]} applies to a plan's card; a comparison's card is made from the comparison alone")
+        from dpspin_sql.card_comparison import write_comparison_card
+
+        write_comparison_card(body, out_path, str(plan))
+        out.print(f"comparison card written to {out_path}", markup=False)
+        return
+    data = gather(plan, db=db, summary=summary, attempts=attempts, dictionary=dictionary, segment=segment)
     write_card(data, out_path)
     for note in data.notes:
         err.print(f"note: {note}", markup=False)

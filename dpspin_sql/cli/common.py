@@ -24,7 +24,9 @@ FLAGS = {"mechanism": "--mechanism", "epsilon": "--epsilon", "delta": "--delta",
          "adjacency": "--adjacency", "B": "-B", "K": "-K", "L": "-L", "selection_fraction": "--selection-fraction",
          "calibration": "--calibration", "public_denominator": "--public-denominator",
          "comparison_margin": "--comparison-margin", "interval_confidence": "--confidence",
-         "comparison_confidence": "comparison confidence", "bins": "bins"}
+         "comparison_confidence": "comparison confidence", "bins": "bins",
+         "segments": "--segments", "segment_admission": "--segment-top", "boundaries": "--boundaries",
+         "segment_name": "--segment-by", "segment_kind": "segment kind"}
 
 
 def flag(default: bool, *names: str, help: str) -> bool:

@@ -25,6 +25,9 @@ def read_plan(plan_path: Path, dictionary_path: Optional[Path]) -> tuple[dict, O
     from dpspin_sql.plan import read_json, validate_plan
 
     plan = read_json(plan_path, "plan")
+    if isinstance(plan, dict) and isinstance(plan.get("segments"), list):
+        raise BadInput(f"{plan_path} is a segmented plan (schema 3, docs/PLAN.md): summaries of one plan's atoms do "
+                       "not apply; compare its segments (dpspin compare) or card one (dpspin card --segment)")
     path = dictionary_path
     if path is None:
         sidecar = dictionary_sidecar(plan_path)

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from dpspin_sql import anchors, ledger, store
+from dpspin_sql.cli import segment_flags
 from dpspin_sql.cli.common import DB, budget_line, defaults_line, err, out
 from dpspin_sql.errors import BadInput, LedgerTampered
 
@@ -38,6 +39,12 @@ def release(db: Path = DB,
                                                                          "(default: from the noise)."),
             confidence: Optional[float] = typer.Option(None, "--confidence",
                                                        help="Confidence of the plan's accuracy intervals (default 0.95)."),
+            segment_by: Optional[str] = segment_flags.SEGMENT_BY,
+            segments: Optional[str] = segment_flags.SEGMENTS,
+            segments_file: Optional[Path] = segment_flags.SEGMENTS_FILE,
+            period_col: Optional[str] = segment_flags.PERIOD_COL,
+            boundaries: Optional[str] = segment_flags.BOUNDARIES,
+            segment_top: Optional[str] = segment_flags.SEGMENT_TOP,
             from_sketch: Optional[Path] = typer.Option(
                 None, "--from-sketch", rich_help_panel="Two-phase warehouse release",
                 help="The m-vector a warehouse computed with the query of `dpspin sql --emit-sketch` "
@@ -92,12 +99,21 @@ def release(db: Path = DB,
 
     With --from-sketch, the sketch is one a warehouse computed (two-phase release, docs/WAREHOUSE.md):
     dpspin release --from-sketch RESULT.csv --statement QUERY.sql --dialect bigquery --db STORE --out PLAN.json
+
+    Per segment (one release over segment × atom, docs/PLAN.md "Segmented plans"):
+    dpspin release --db STORE --mechanism gaussian --epsilon 1 --unit record --period-col date_received
+    --boundaries 2017-01-01 --out PLAN.json
     """
     from dpspin_sql.outputs import Outputs
     from dpspin_sql.tabular import parse_delimiter
 
     if witness is not None:
         anchors.register(db, witness)
+    segmentation = segment_flags.read(segment_by, segments, segments_file, period_col, boundaries, segment_top)
+    if segmentation[0] is not None and (from_sketch is not None or assignments is not None):
+        raise BadInput("a segmented release reads the store's records here; it cannot take "
+                       + ("--from-sketch" if from_sketch is not None else "--assignments"))
+
     flags = {"--mechanism": mechanism, "--epsilon": epsilon, "--delta": delta, "--unit": unit,
              "--adjacency": adjacency, "-B": B, "-K": K, "-L": L, "--selection-fraction": selection_fraction,
              "--calibration": calibration, "--public-denominator": public_denominator,
@@ -145,7 +161,7 @@ def release(db: Path = DB,
     request = ReleaseRequest(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, B=B,
                              selection_fraction=selection_fraction, calibration=calibration,
                              public_denominator=public_denominator, comparison_margin=comparison_margin,
-                             **{k: v for k, v in chosen.items() if v is not None})
+                             segments=segmentation[0], **{k: v for k, v in chosen.items() if v is not None})
     from dpspin_sql.engines.duckdb import DuckDBEngine
     from dpspin_sql.engines.settings import EngineSettings
 
@@ -160,7 +176,7 @@ def release(db: Path = DB,
             from dpspin_sql.source import files
 
             source = files(con, assignments, records, delimiter=parse_delimiter(delimiter))
-        engine = DuckDBEngine(source=source, settings=settings)
+        engine = DuckDBEngine(source=source, settings=settings, segments=segmentation[1])
         plan = run_release(con, request, engine, out=out_path, outputs=outputs, dataset=dataset)
     _report(con, plan, request, out_path, dataset, quiet)
 

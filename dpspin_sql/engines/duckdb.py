@@ -14,11 +14,26 @@ from dpspin_sql import queries, store
 from dpspin_sql.engines.settings import EngineSettings
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
-from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms, execute_sketch, run_sketch
-from dpspin_sql.source import STORE, UNIT_COLUMN, SketchSource
+from dpspin_sql.sketch import (
+    Sketch,
+    TargetFacts,
+    assemble,
+    canonical_facts,
+    dictionary_atoms,
+    execute_sketch,
+    run_sketch,
+    snapshot,
+    target_facts,
+)
+from dpspin_sql.source import ASSIGNMENT_COLUMNS, STORE, UNIT_COLUMN, Relation, SketchSource
 
 if TYPE_CHECKING:   # the rewrite (sqlglot) is imported only where a query is rendered
+    from dpspin_sql.segments import SegmentPlacement
     from dpspin_sql.sql.rewrite import SketchFilters
+
+# The store's logical rows (the `assignment_rows` view: raw rows and canonical vectors) with
+# its records: what the portable query reads for a segmented release over a store.
+STORE_ROWS = SketchSource(Relation(table="assignment_rows", available=ASSIGNMENT_COLUMNS), STORE.records)
 
 
 def require_assignments(con: Any) -> None:
@@ -35,11 +50,14 @@ class DuckDBEngine:
     name = "duckdb"
 
     def __init__(self, filters: SketchFilters | None = None, *, source: SketchSource | None = None,
-                 settings: EngineSettings | None = None):
+                 settings: EngineSettings | None = None, segments: SegmentPlacement | None = None):
         self.filters, self.source = filters, source or STORE
         self.settings = settings
+        self.segments = segments
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
+        if self.segments is not None:
+            return segmented_sketch(con, bounds, self.filters, self.segments, self.source, self.settings)
         if self.source.store:
             require_assignments(con)
             # a release uses the checks, never the number of users (experiments count them)
@@ -66,6 +84,48 @@ def file_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, source:
     sql = sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, source=source)
     rows = execute_sketch(con, sql, bounds.params(), settings, "the sketch query failed on the source files")
     return assemble(TargetFacts(atom_ids, None, None), rows, bounds)
+
+
+def segmented_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, placement: SegmentPlacement,
+                     source: SketchSource = STORE, settings: EngineSettings | None = None) -> Sketch:
+    """The enforced sketch over (segment, atom) (dpspin_sql.segments, docs/DESIGN.md §11): the
+    portable query with the placement's predicates, over the store's logical rows
+    (`STORE_ROWS`, read in one snapshot with the store's checks) or a file source with a
+    records file. S·m coordinates, segment-major."""
+    if source.store:
+        require_assignments(con)
+        with snapshot(con):
+            facts = target_facts(con, bounds.unit, keyed=canonical_facts(con).keyed, count_users=False)
+            rows = execute_sketch(con, segmented_sql(bounds, filters, placement, STORE_ROWS), bounds.params(),
+                                  settings, "the sketch query failed on this store")
+    else:
+        source.check_unit(bounds.unit)
+        if source.records is None:
+            raise BadInput("a segmented release reads each record's segment from the records: give --records")
+        facts = TargetFacts(dictionary_atoms(con), None, None)
+        _check_file_units(con, bounds.unit, source)
+        rows = execute_sketch(con, segmented_sql(bounds, filters, placement, source), bounds.params(), settings,
+                              "the sketch query failed on the source files")
+    return assemble(facts, rows, bounds, placement.labels)
+
+
+def segmented_sql(bounds: Bounds, filters: SketchFilters | None, placement: SegmentPlacement,
+                  source: SketchSource, dialect: str = "duckdb") -> str:
+    """The segmented sketch query: the core query as `sql.transpile.sketch_sql` renders it
+    (sources bound and filters injected by the rewrite, macros inlined, engine rewrites),
+    with `segments.place` applied right after the rewrite. Its parameters ($K, $scale,
+    $bound) stay unbound."""
+    import sqlglot
+
+    from dpspin_sql.segments import place
+    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sql.rewrite import rewrite
+    from dpspin_sql.sql.transpile import for_engine, inline_macros
+
+    rendered = for_engine(inline_macros(place(rewrite(bounds.unit, filters, dialect, source), placement, dialect)),
+                          dialect)
+    with quiet():
+        return rendered.sql(dialect=dialect, pretty=False, unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
 def _check_file_units(con: Any, unit: str, source: SketchSource) -> None:
