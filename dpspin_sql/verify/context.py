@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 from .lexicon import Lexicon, Mention
 from .numeric import numbers
+from .phrases import leading_np
 from .plan import margin_of
 from .text import clauses, content, merge_list_clauses, neutral, sentences
-from .vocab import BIN_PATTERNS, bin_word_applies
+from .vocab import BIN_PATTERNS, THEME_PUBLIC, bin_word_applies
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,9 @@ class Check:
                     for m in rx.finditer(txt, ss, se):
                         if bin_word_applies(txt, m.start(), m.end(), needs):
                             kinds.setdefault("bin", []).append(m.span())
+                ranged = bool(_RANGED.search(self.text[ss:se]))   # "from 32.1 to 37.7" is a range, not a versus
                 for spans in kinds.values():
-                    for run in _runs(txt, sorted(set(spans))):
+                    for run in _runs(txt, sorted(set(spans)), ranged):
                         versus = any(_VERSUS.fullmatch(txt[a[1]:b[0]]) for a, b in zip(run, run[1:]))
                         themes = self._theme_list(ss, run[0][0], resp or versus)
                         if versus:   # "A is ahead of B (12.2% vs 0.7%)": the last themes named, in order
@@ -204,11 +206,16 @@ class Check:
         return bool(_ASIDE.search(self.masked[max(self.sents[k][0], pos - 40):pos]))
 
     def _subject_words(self, lo: int, hi: int) -> list[str]:
+        np = leading_np(self.masked, lo, hi)   # the clause's own subject, read by structure
+        if np is None:
+            return []
+        lo, hi = np
         out = []
         for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", self.masked[lo:hi]):
             a, b = lo + m.start(), lo + m.end()
             w = re.sub(r"'s$", "", m.group().lower())
-            if w not in _SUBJECT_FILLER and not _FILLER_NOUNS.fullmatch(w) and not self.is_consumed(a, b):
+            if (w not in _SUBJECT_FILLER and not _FILLER_NOUNS.fullmatch(w) and not self.is_consumed(a, b)
+                    and not set(content(w)) <= THEME_PUBLIC):
                 out.append(w)
         return out
 
@@ -321,11 +328,17 @@ _LIST_GLUE = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:,|and|&|,\s*and)\s*(
 _VERSUS = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:vs\.?|versus|against|to)\s*(?:about|around|roughly|~|≈)?\s*$", re.I)
 
 
-def _runs(txt: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-    """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low")."""
+_RANGED = re.compile(r"\b(?:intervals?|ranges?|ci|confidence|from|between|runs?|spans?|plausible)\b", re.I)
+
+
+def _runs(txt: str, spans: list[tuple[int, int]], ranged: bool = False) -> list[list[tuple[int, int]]]:
+    """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low");
+    in a sentence about intervals, "a to b" is a range and joins no run."""
     runs: list[list[tuple[int, int]]] = []
     for sp in spans:
-        if runs and (_LIST_GLUE.fullmatch(txt[runs[-1][-1][1]:sp[0]]) or _VERSUS.fullmatch(txt[runs[-1][-1][1]:sp[0]])):
+        gap = txt[runs[-1][-1][1]:sp[0]] if runs else ""
+        versus = bool(runs) and bool(_VERSUS.fullmatch(gap)) and not (ranged and re.search(r"\bto\b", gap))
+        if runs and (_LIST_GLUE.fullmatch(gap) or versus):
             runs[-1].append(sp)
         else:
             runs.append([sp])

@@ -63,6 +63,7 @@ def _answer(c: Check, s: int) -> str | None:
     if not c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?") or k + 1 >= len(c.sents):
         return None
     nxt = c.masked[c.sents[k + 1][0]:c.sents[k + 1][1]]
+    nxt = re.sub(r"^\s*(?:[-*•>]\s*)*(?:a|answer)\s*[:.]\s*", "", nxt, flags=re.I)   # "A: No."
     if re.match(r"\s*(?:yes|yep|indeed|correct|right|it\s+is|they\s+are)\b", nxt, re.I):
         return "yes"
     if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all)|it\s+is\s+not|it['’]s\s+not)\b", nxt, re.I):

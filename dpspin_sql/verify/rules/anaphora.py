@@ -110,7 +110,8 @@ _FORMS = [
      "pl"),
     (re.compile(rf"\b(?:these|those|both)\s+{_NOUNS_PL}\b|\bthe\s+(?:pair|former\s+two|latter\s+two)\b", re.I), "pl"),
     (re.compile(rf"\b(?:this|that|the\s+same)\s+(?:{_NOUNS}|one)\b|\bthe\s+{_NOUNS}\b", re.I), "sg"),
-    (re.compile(r"\b(?P<poss>its|their)\s+(?:(?:released|noisy|own|estimated|public|overall|total|relative|displayed)\s+)?"
+    (re.compile(r"\b(?P<poss>its|their)\s+(?:\d+(?:\.\d+)?\s*(?:%|percent)\s+)?(?:(?:released|noisy|own|estimated|public|"
+                r"overall|total|relative|displayed|accuracy|confidence)\s+)?"
                 r"(?:share|shares|support|mass|masses|count|counts|rank|ranks|ranking|position|positions|bin|bins|"
                 r"frequency|prevalence|volume|mentions|interval|intervals|value|values|number|numbers|percentage|"
                 r"proportion|place|spot)\b", re.I), "poss"),
@@ -328,6 +329,10 @@ def _subject_runs(c: Check, ms: list[Mention]) -> list[list[Mention]]:
     return out
 
 
+_BARE_ANSWER = re.compile(r"\s*(?:[-*•>]\s*)*(?:(?:a|answer)\s*[:.]\s*)?(?:yes|no|yep|nope|indeed|correct|right|not\s+quite|"
+                          r"not\s+really|partly|mostly|probably|likely|not\s+with\s+confidence)\s*[.!,;]?\s*", re.I)
+
+
 def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) -> tuple[list[Mention], int]:
     """The antecedent scope: the mentions before the anaphor in its sentence, else (or with `back`) those of the
     previous sentence."""
@@ -343,8 +348,11 @@ def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) ->
         return here, a.sentence
     if a.sentence == 0:
         return [], -1
-    ps, pe = c.sents[a.sentence - 1]
-    return [m for m in mentions if ps <= m.start < pe], a.sentence - 1
+    k = a.sentence - 1
+    while k > 0 and _BARE_ANSWER.fullmatch(c.masked[c.sents[k][0]:c.sents[k][1]]):
+        k -= 1   # "Is A clearly the top theme? Yes. At 578.5 it is far ahead": the answer word names nothing
+    ps, pe = c.sents[k]
+    return [m for m in mentions if ps <= m.start < pe], k
 
 
 def _excluded(c: Check, a: Anaphor, mentions: list[Mention]) -> set[frozenset]:

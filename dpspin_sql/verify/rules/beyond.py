@@ -30,14 +30,37 @@ _PLAN_PARTS = r"(?:themes?|topics?|atoms?|categories|category|bins?|ranks?)"
 EXACT = re.compile(r"\b(?:exactly|precisely)\s+(?:[\d,.]+|\w+)\s+(?:\w+\s+){0,2}?(?:" + RECORD_NOUNS + "|" + PEOPLE_NOUNS
                    + r")\b|\bthe\s+(?:true|actual|real|precise|exact)\s+(?:count|number|total|figure|value|amount)\b"
                    r"(?!\s+of\s+" + _PLAN_PARTS + r")", re.I)
+# causes and explanations, as a class (docs/VERIFIER.md, *Causes and explanations*): any connective,
+# preposition, verb or noun that relates a theme to a cause, an effect or a reason
+CAUSE = re.compile(
+    r"\b(?:because|cause[sd]?|causing|caused\s+by|leads?\s+to|led\s+to|leading\s+to|results?\s+(?:in|from)|"
+    r"resulted\s+(?:in|from)|resulting\s+(?:in|from)|as\s+a\s+(?:direct\s+)?(?:result|consequence)|"
+    r"(?:the|a)\s+(?:direct\s+)?(?:result|consequence|product|function|by-?product)\s+of|drives?|drove|driving|driven\s+by|"
+    r"driver|drivers|due\s+to|owing\s+to|thanks\s+to|on\s+account\s+of|in\s+light\s+of|triggers?|triggered|"
+    r"explains?|explained|explaining|explanation|explanations|"
+    r"(?:is|are|was|were)\s+linked\s+to|linked\s+with|tied\s+to|correlates?|correlated|correlation|"
+    r"associated\s+with|association\s+with|attribut(?:able|ed|es?)\s+to|stems?\s+from|stemming\s+from|"
+    r"stemmed\s+from|arises?\s+from|arising\s+from|rooted\s+in|fuel(?:s|ed|led|ing)?|spurred|prompted|"
+    r"prompts?|contribut(?:es?|ed|ing)\s+to|gives?\s+rise\s+to|brings?\s+about|behind\s+(?:the|its|their|this)\s+"
+    r"(?:popularity|prominence|lead|rise|share|dominance|success|complaints?|frustration|dissatisfaction|praise)|"
+    r"reasons?|reflect(?:s|ed|ing)?|which\s+is\s+why|that\s+is\s+why|this\s+is\s+why|that's\s+why|"
+    r"hence|therefore|consequently|"
+    r"(?:suggest|indicat|impl|signal|mean)(?:s|es|ies|ed|ing)?\s+(?:that\s+)?(?:(?:many|most|some|the)\s+)?" + PEOPLE_NOUNS + r"|"
+    r"since\b(?!\s+(?:¤|\d|then|the\s+(?:start|beginning|launch|last|first)|last|early|late|its\s+launch|"
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december)\b)))", re.I)
 RELATION = re.compile(
-    r"\b(?:causes?|caused|causing|leads?\s+to|led\s+to|results?\s+in|resulted\s+in|drives?|drove|driven\s+by|"
-    r"because\s+of|due\s+to|owing\s+to|triggers?|triggered|explains?|explained\s+by|is\s+linked\s+to|are\s+linked\s+to|"
-    r"correlates?|correlated|associated\s+with)\b"
-    r"|\b(?:who|that)\s+(?:mention|mentions|mentioned|raise|raises|raised|cite|cites|cited|complain\w*)\b[^.;!?]*?"
+    r"\b(?:who|that)\s+(?:mention|mentions|mentioned|raise|raises|raised|cite|cites|cited|complain\w*)\b[^.;!?]*?"
     r"\balso\b"
     r"|\b(?:women|men|female|male|older|younger|elderly|teen\w*|one-star|two-star|three-star|four-star|five-star|"
     r"[1-5]-star|negative\s+ratings?|positive\s+ratings?|low\s+ratings?|high\s+ratings?)\b", re.I)
+# the method's own reasons: a cause about noise, the margin, the plan … explains the release, not a theme
+METHOD_CAUSE = re.compile(
+    r"\b(?:noise|noisy|margin|privacy|private|privately|rounding|rounded|budget|epsilon|ε|delta|δ|interval|intervals|"
+    r"uncertainty|plan|release|released|mechanism|denominator|calibration|sampling|randomness|random|dp|"
+    r"differential(?:ly)?|clip\w*|bound|bounds|contribution|contributions|threshold|thresholds|cut-?off|bin\s+rule|"
+    r"rule|ranks?|ranking|within|gap|difference|confidence|precision|accuracy|estimate|estimates|sigma|σ|scale|"
+    r"protect\w*|guarantee|l\b|top-l|admission|selection|dictionary|assignment|only\s+one\s+plan|single\s+plan|"
+    r"snapshot)\b", re.I)
 SUFFIXED = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?(?:k|K|m|M|bn|pc|mn)\b")
 
 
@@ -53,8 +76,24 @@ def check(c: Check) -> None:
     for m in RELATION.finditer(txt):
         ss, se = c.sents[c.sentence_of(m.start())]
         if "§" in txt[ss:se] and not c.is_consumed(*m.span()) and not METHOD.search(c.text[ss:se]):   # about a theme
-            c.add("unsupported_claim", *m.span(), f'"{m.group()}" relates a theme to a cause, another theme or a '
+            c.add("unsupported_claim", *m.span(), f'"{m.group()}" relates a theme to another theme or a '
                   "group of records; a plan releases only each theme's own mass")
+    for m in CAUSE.finditer(txt):
+        if c.is_consumed(*m.span()):
+            continue
+        k = c.sentence_of(m.start())
+        ss, se = c.sents[k]
+        themed = "§" in txt[ss:se] or (k > 0 and "§" in txt[c.sents[k - 1][0]:c.sents[k - 1][1]]
+                                         and re.match(r"\s*(?:this|that|it|these|which)\b", txt[ss:m.start()], re.I))
+        if not themed:
+            continue
+        cs, ce = c.clause_at(m.start())
+        reason = c.text[m.end():min(se, max(ce, m.end() + 60))]
+        effect = c.text[cs:m.start()]
+        if METHOD_CAUSE.search(reason) or (METHOD_CAUSE.search(effect) and not "§" in txt[cs:m.start()]):
+            continue
+        c.add("unsupported_claim", *m.span(), f'"{m.group()}" gives a cause or an explanation of a theme; a plan '
+              "releases only each theme's noisy mass, never why")
     for m in SUFFIXED.finditer(txt):
         if not c.is_consumed(*m.span()):
             c.add("unsupported_number", *m.span(), f'"{m.group()}" is a number in a unit the verifier does not read')

@@ -36,7 +36,8 @@ _PARTITIVE_M = re.compile(r"\b(?:of|out\s+of)\s+(?:the\s+|these\s+|those\s+|its\
 _RANKED_OF = re.compile(rf"\b(?:{'|'.join(ORDINALS)}|\d+(?:st|nd|rd|th)|most\s+{RANK_ADJ}|least\s+{RANK_ADJ}|largest|"
                         rf"biggest|highest|smallest|lowest|rarest|last)\s+(?:one\s+)?(?:out\s+)?of\s+$", re.I)
 # after an elliptical count ("all three fall …", "these three form …"): no record noun or unit
-_ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
+_ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:[\w-]+\s+){{0,2}}?(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)"
+                       rf"(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
                        rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?|"
                        rf"(?:comparison\s+)?margin|threshold|noise|epsilon|budget|scale)\b)[a-z]", re.I)
 _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whilst))\s*$", re.I)
@@ -224,6 +225,9 @@ def _recognise(c: Check) -> list[_Count]:
         before, after = txt[c.sents[k][0]:num.start], txt[num.end:se]
         after = re.sub(r"^\s+or\s+(?:more|fewer|less)\b", lambda m: " " * len(m.group()), after, flags=re.I)  # "four or more themes"
         ct = None
+        if num.text.lower() == "one" and re.match(r"\s+(?:between|that|which|who|whose|with|for|of|in|on|at|from|"
+                                                r"where|to|among|above|below|after|before)\b", after, re.I):
+            continue  # "the one between A and B": a pronoun, not a count
         if _QUANT_OF.search(before):
             continue  # "half of the ten themes": read by _quantifiers
         if (m := _NOUN_AFTER.match(after)) and _mods_ok(m.group("mods")):

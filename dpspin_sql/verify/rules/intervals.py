@@ -88,7 +88,7 @@ def _find(c: Check) -> list[_Statement]:
                 joined = lead.start()
             elif re.fullmatch(r"\s*[–-]\s*|\s+to\s+", gap) and a.kind == b.kind == "digits" and not a.hedge:
                 cs, ce = next(((x, y) for x, y in c.clauses_of(c.sentence_of(a.start)) if x <= a.start < y), (ss, se))
-                if gap.strip() in ("–", "-") or _RANGE_CUE.search(txt[cs:ce]):
+                if gap.strip() in ("–", "-") or _RANGE_CUE.search(c.text[cs:ce]):
                     joined = a.start
             elif re.fullmatch(r",\s*", gap) and txt[a.start - 1:a.start] == "[" and txt[b.end:b.end + 1] == "]":
                 joined = a.start - 1
@@ -115,6 +115,9 @@ def _judge(c: Check, st: _Statement) -> str | None:
         hw = half_width(c.plan)
         if not st.pct and hw is not None:
             hs.append(hw)
+        d = c.plan.get("public_denominator")
+        if st.pct and hw is not None and isinstance(d, (int, float)) and d > 0:
+            hs.append(100.0 * hw / float(d))   # the plan's half-width as a share, in points
         return None if any(_fits(st.h, v, True) for v in hs) else "the stated half-width is not the released one"
     if not atoms:
         return "it is not attached to a theme"

@@ -9,6 +9,7 @@ character distance: a longer sentence about the margin is as valid as a short on
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -64,10 +65,12 @@ def cue_scope(c: Check, s: int) -> tuple[int, int]:
 
 
 def _matches(key: str, num: Num, v: float) -> bool:
-    """The rounding rule; a confidence level is a label (95%), stated exactly."""
+    """The rounding rule; a confidence level is a label (95%), stated exactly. A hedge on a
+    metadata value states the rule, not the value ("differ by less than 14.9"): the value is
+    read at its written precision."""
     if key == "interval_confidence":
         return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
-    return number_matches(num, v)
+    return number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v)
 
 
 def is_metadata(c: Check, num: Num) -> bool:
@@ -137,7 +140,7 @@ def check(c: Check) -> None:
             continue  # judged by another rule; ordinals are rank words; "1." starts a list item
         group = _distributed(c, num)
         if group:
-            if not _group_fits(c, group, num):
+            if not _group_fits(c, group, num) and not is_metadata(c, num):
                 c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
             continue
         att = c.attach(s, e)
