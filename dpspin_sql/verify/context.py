@@ -302,6 +302,10 @@ class Check:
         for cs, ce in self.clauses_of(k):
             if cs <= s < ce:
                 ms = self.in_range(cs, ce)
+                before = [m for m in ms if m.end <= s]
+                after = [m for m in ms if m.start >= e]
+                if before and after and _RELATES.search(self.masked[e:after[0].start]):
+                    return [before[-1]]   # "A is the most common theme (mass about 422) and far ahead of B"
                 if ms:
                     return [min(ms, key=lambda m: _dist(m, s, e))]
         ms = self.in_range(ss, se)
@@ -343,6 +347,11 @@ def _runs(txt: str, spans: list[tuple[int, int]], ranged: bool = False) -> list[
         else:
             runs.append([sp])
     return [r for r in runs if len(r) > 1]
+
+
+# words that introduce the other side of a relation: a value before them belongs to the side before
+_RELATES = re.compile(r"\b(?:than|ahead\s+of|behind|over|above|below|compared|versus|vs|against|as\s+common\s+as|twice|"
+                      r"similar\s+to|tied\s+with|followed\s+by|leads?|trails?|edges?\s+out|beats?|outranks?)\b", re.I)
 
 
 def _dist(m: Mention, s: int, e: int) -> int:

@@ -120,7 +120,9 @@ def np_right(toks: list[Tok], i: int) -> tuple[int, int] | None:
         j += 1
     k = j
     while k < len(toks) and (toks[k].cls in NOUNISH or (toks[k].cls == "R" and k + 1 < len(toks)
-                                                         and toks[k + 1].cls == "A")):
+                                                         and toks[k + 1].cls == "A")
+                             or (toks[k].cls == "V" and toks[k].text.lower() not in VERBS and k + 1 < len(toks)
+                                 and toks[k + 1].cls == "N")):   # "live music", "wait staff": a verb form as modifier
         k += 1
     # the phrase ends in its last noun ("hair loss", not "hair loss common")
     while k > j and toks[k - 1].cls != "N":

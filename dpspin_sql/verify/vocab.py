@@ -50,7 +50,8 @@ METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*
                     r"weights?|split\s+(?:over|among|between|across))\b", re.I)
 # the per-record contribution bound K: a clause about what one record counts toward (docs/VERIFIER.md, Counts rule 0)
 PER_RECORD = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
-                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
+                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|counted|contributes?|assigned|maps?|belongs?|"
+                        r"spread|split|weighted)|"
                         r"assign(?:ed|ment)s?)\b", re.I)
 _BOUND_COUNT = re.compile(r"\b(?:at\s+most|up\s+to|no\s+more\s+than|only|exactly|k\b|\d+|one|a\s+single|two|three|four|"
                           r"five|six|seven|eight|nine|ten)\b(?:\s+[\w-]+){0,2}?\s+" + PLAN_NOUNS + r"\b|\bk\s*(?:=|themes?)", re.I)

@@ -64,7 +64,7 @@ _LEAD = (r"(?:\s*(?:and|but|so|yet|or|while|whereas|although|though|because|sinc
          r"indeed|instead|otherwise|in\s+turn|in\s+contrast|by\s+contrast|in\s+addition|at\s+the\s+same\s+time|"
          r"in\s+fact|in\s+particular|above\s+all|of\s+course|after\s+all|even\s+so|on\s+the\s+other\s+hand|"
          r"in\s+other\s+words|by\s+comparison|in\s+comparison|as\s+expected|for\s+(?:its|their)\s+part|"
-         r"[a-z]+ly)\b\s*,?)*\s*$")
+         r"[a-z]+ly|(?:at|with)\s+(?:about\s+|around\s+|roughly\s+|[~≈]\s*)?[\d.,]+\s*%?)\b\s*,?)*\s*$")
 _CONJ = r"\b(?:and|but|yet|so|or|while|whereas|although|though|because|since)\b"
 _SUBJECT_POS = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|" + _CONJ + ")" + _LEAD, re.I)
 _SUBJECT_POS_PRONOUN = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|\b(?:that|meaning|which\s+means)\b|"

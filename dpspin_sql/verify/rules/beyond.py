@@ -47,10 +47,16 @@ CAUSE = re.compile(
     r"hence|therefore|consequently|"
     r"(?:suggest|indicat|impl|signal|mean)(?:s|es|ies|ed|ing)?\s+(?:that\s+)?(?:(?:many|most|some|the)\s+)?" + PEOPLE_NOUNS + r"|"
     r"since\b(?!\s+(?:¤|\d|then|the\s+(?:start|beginning|launch|last|first)|last|early|late|its\s+launch|"
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|december)\b)))", re.I)
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december)\b)))(?!\w)", re.I)
 RELATION = re.compile(
     r"\b(?:who|that)\s+(?:mention|mentions|mentioned|raise|raises|raised|cite|cites|cited|complain\w*)\b[^.;!?]*?"
     r"\balso\b"
+    r"|\bconcentrated\s+(?:among|in|with)\b|\b(?:especially|particularly|mostly|mainly|largely|chiefly|primarily)\s+"
+    r"(?:among|for|in|with)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\b"
+    r"|\b(?:among|for|with|from)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\s+(?:in|from|who|aged|over|under|living|based|"
+    r"located|at)\b"
+    r"|\b(?:rural|urban|suburban|first-time|repeat|returning|new|loyal|elderly|senior|young|student|military|"
+    r"low-income|high-income|wealthy|international|local|foreign|domestic)\s+" + PEOPLE_NOUNS + r"\b"
     r"|\b(?:women|men|female|male|older|younger|elderly|teen\w*|one-star|two-star|three-star|four-star|five-star|"
     r"[1-5]-star|negative\s+ratings?|positive\s+ratings?|low\s+ratings?|high\s+ratings?)\b", re.I)
 # the method's own reasons: a cause about noise, the margin, the plan … explains the release, not a theme

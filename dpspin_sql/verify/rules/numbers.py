@@ -143,9 +143,39 @@ def check(c: Check) -> None:
             if not _group_fits(c, group, num) and not is_metadata(c, num):
                 c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
             continue
+        if _gap_value(c, num):
+            continue
         att = c.attach(s, e)
         each = [[m] for m in att] if c.plural(att) else [att]  # a plural anaphor states the value for each theme
         if all(any(number_matches(num, v) for v in atom_values(c, g, num)) for g in each) or is_metadata(c, num):
             continue
         who = f' for "{att[0].text}"' if att else ""
         c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')
+
+
+_GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of)\b",
+                  re.I)
+
+
+def _gap_value(c: Check, num: Num) -> bool:
+    """'The gap between them is about 3.5', 'A leads B by about 3.5': a number in a clause about a gap is the
+    released difference of two themes in scope (the sentence's, else the previous sentence's): masses, or
+    supports in points for a percentage."""
+    cs, ce = c.clause_at(num.start)
+    if not _GAP.search(c.masked[cs:num.start]) and not _GAP.search(c.masked[num.end:ce]):
+        return False
+    k = c.sentence_of(num.start)
+    scope = c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else [])
+    atoms = sorted({x for m in scope for x in m.atoms})
+    for i, a in enumerate(atoms):
+        for b in atoms[i + 1:]:
+            x, y = c.atom(a), c.atom(b)
+            if num.pct:
+                if x.get("support") is None or y.get("support") is None:
+                    continue
+                d = 100.0 * abs(float(x["support"]) - float(y["support"]))
+            else:
+                d = abs(mass(x) - mass(y))
+            if number_matches(num, d) or number_matches(dataclasses.replace(num, hedge=""), d):
+                return True
+    return False

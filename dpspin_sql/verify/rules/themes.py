@@ -125,13 +125,13 @@ def _conjuncts(c: Check, toks: list[Tok], seen: set) -> None:
     for i, t in enumerate(toks):
         if t.cls != "§":
             continue
-        j = i + 1
+        j = _past_paren(toks, i + 1)
         while j < len(toks):   # rightwards along the list
             g = _glue_at(toks, j, True)
             if g is None or g >= len(toks):
                 break
             if toks[g].cls == "§":
-                j = g + 1
+                j = _past_paren(toks, g + 1)
                 continue
             np = np_right(toks, g)
             if np is None or np[0] != _skip_det(toks, g):
@@ -156,6 +156,18 @@ def _conjuncts(c: Check, toks: list[Tok], seen: set) -> None:
             j = np[0] - 1
 
 
+def _past_paren(toks: list[Tok], j: int) -> int:
+    """Past a parenthesis right at toks[j] ("A (about 2.1%) and B"): a list item's own values."""
+    if j < len(toks) and toks[j].text == "(":
+        depth = 0
+        for k in range(j, len(toks)):
+            depth += toks[k].text == "("
+            depth -= toks[k].text == ")"
+            if depth == 0:
+                return k + 1
+    return j
+
+
 def _list_goes_on(toks: list[Tok], k: int) -> bool:
     """Does a list continue (or close) right after toks[k - 1]?"""
     if k >= len(toks):
@@ -176,10 +188,11 @@ def _clause_subjects(c: Check, toks: list[Tok], seen: set) -> None:
     ends = starts[1:] + [len(toks) + 1]
     for a, b in zip(starts, ends):
         clause = toks[a:b - 1] if b <= len(toks) else toks[a:]
-        if not clause or any(t.cls == "§" for t in clause):
+        if not clause:
             continue
         k = 0
-        while k < len(clause) and (clause[k].cls == "R" or clause[k].text.lower() in ("and", "but", "so", "yet")):
+        while k < len(clause) and (clause[k].cls == "R" or clause[k].text.lower() in ("and", "but", "so", "yet")
+                                   or clause[k].text in ("-", "*", "•", "#", ">", "+")):
             k += 1
         np = np_right(clause, k)
         if np is None or np[1] >= len(clause) or _prep_before(clause, np[0]):
@@ -190,7 +203,7 @@ def _clause_subjects(c: Check, toks: list[Tok], seen: set) -> None:
         if verb.cls != "V" or not _CLAIM_VERB.match(verb.text):
             continue
         rest = " ".join(t.text for t in clause[np[1]:])
-        if not _CLAIM_PRED.search(rest):
+        if not _CLAIM_PRED.search(rest) and not any(t.cls == "§" for t in clause[np[1]:]):
             continue
         _flag(c, clause, *np, seen)
 
