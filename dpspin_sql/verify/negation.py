@@ -45,6 +45,10 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
     window = _NOT_DENIAL.sub(lambda m: " " * len(m.group()), c.masked[cs:s + 12])  # past s: "no| more"
     if any(m.start() < s - cs for m in _HEDGE.finditer(window)):
         return "hedged"
+    k = c.sentence_of(s)
+    ss = c.sents[k][0]
+    if re.search(r"\bwhether\b", c.masked[ss:s], re.I):   # "whether A is more common than B is unclear": asked, not said
+        return "hedged"
     found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
     if e is not None:
         after = re.match(r"[^§¤]*?(?=§)", c.masked[e:ce])
@@ -58,7 +62,12 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
 
 
 def _answer(c: Check, s: int) -> str | None:
-    """'yes' or 'no' when the claim at s is asked in a question that the next sentence answers."""
+    """'yes' or 'no' when the claim at s is asked in a question that the next sentence answers.
+    A rank that modifies the question's subject ("Are the themes ranked 7 to 9 distinguishable?")
+    is what the question presupposes, not what it asks."""
+    if re.search(r"\b(?:themes?|topics?|ones|categories)\s+$", c.masked[max(0, s - 20):s], re.I) and \
+            re.match(r"(?:ranked|ranking|in\s+ranks?|at\s+ranks?)\b", c.masked[s:s + 12], re.I):
+        return None
     k = c.sentence_of(s)
     if not c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?") or k + 1 >= len(c.sents):
         return None

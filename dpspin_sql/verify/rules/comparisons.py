@@ -242,7 +242,8 @@ def _bare_comparatives(c: Check, taken: list[tuple[int, int]]) -> None:
 
 
 _QUANTITY = re.compile(r"\s*(?:half|a\s+(?:third|quarter|fifth|tenth)|one\s+in|twice|double|a\s+few|a\s+handful|"
-                       r"a\s+couple|several|many|most|(?:the\s+)?(?:public\s+)?(?:comparison\s+)?margin|(?:the\s+)?noise)\b", re.I)
+                       r"a\s+couple|several|many|most|(?:the\s+|its\s+|their\s+)?(?:[\d.,]+\s+)?(?:public\s+)?(?:comparison\s+)?"
+                       r"(?:margin|threshold|cut-?off|interval|noise|half-width|gap)|(?:the\s+)?noise|[\d.,]+\b)\b", re.I)
 _FUNCTION = {"a", "an", "the", "is", "are", "was", "were", "be", "been", "it", "they", "them", "this", "that", "these",
              "those", "there", "here", "of", "in", "on", "at", "by", "for", "to", "and", "or", "as", "so", "does", "do",
              "did", "has", "have", "had", "theme", "themes", "topic", "topics", "mention", "mentions", "one", "ones"}

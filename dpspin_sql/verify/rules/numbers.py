@@ -100,6 +100,8 @@ def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
     return vals
 
 
+_OWN_VALUE = re.compile(r"\s*\(\s*(?:about|around|roughly|~|≈)?\s*[\d.,]+\s*%|\s+at\s+(?:about\s+|around\s+)?[\d.,]+\s*%",
+                        re.I)
 _DISTRIBUTIVE = re.compile(r"\b(?:each|both|apiece|every\s+one|all\s+(?:of\s+them|five|four|three|two))\b", re.I)
 
 
@@ -114,7 +116,11 @@ def _distributed(c: Check, num: Num) -> list[Mention] | None:
     if k in c.groups and len(c.groups[k]) > 1:
         return [Mention(num.start, num.end, g, "") for g in c.groups[k]]
     named: list[Mention] = []
-    for m in c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else []):
+    here = c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else [])
+    # a theme with a value of its own ("Sensitive skin (7.04%) and skin care (4.41%) are moderate, and four more
+    # themes (A, B, C, D) each …") is not in the group the distributive value is stated for
+    here = [m for m in here if not _OWN_VALUE.match(c.masked, m.end)] or here
+    for m in here:
         if all(m.atoms != x.atoms for x in named):
             named.append(m)
     return named if len(named) > 1 else None
