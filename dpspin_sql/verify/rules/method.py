@@ -105,10 +105,14 @@ def check(c: Check) -> None:
             c.consume(s, e)
             break
         else:
-            if num.pct and p.get("bin_basis") == "support" and isinstance(p.get("bins"), dict):
+            bins = p.get("bins") if isinstance(p.get("bins"), dict) else {}
+            fractions = [float(x) for x in bins.values() if isinstance(x, (int, float)) and not isinstance(x, bool)]
+            by_support = p.get("bin_basis") == "support" or (p.get("bin_basis") is None and fractions
+                                                              and max(fractions) < 1)
+            if num.pct and by_support:
                 cs, ce = c.clause_at(s)
                 if not c.in_range(cs, ce) and _BIN_CUE.search(txt[cs:ce]):
-                    vals = [100.0 * float(x) for x in p["bins"].values() if isinstance(x, (int, float))]
+                    vals = [100.0 * x for x in fractions]
                     if any(number_matches(num, x) for x in vals):
                         c.consume(s, e)
     mech = str(p.get("mechanism") or "").lower()
