@@ -138,6 +138,25 @@ def report(rows: list[dict], ms: float, details: bool) -> str:
     return "\n".join(out) + "\n"
 
 
+def speed(cases: list[dict], plans: Path, impls: list[str], repeat: int) -> str:
+    """ms per summary of each implementation, interleaved pass by pass (best of `repeat`), side by side."""
+    cache: dict = {}
+    fns = [importlib.import_module(m).verify for m in impls]
+    best = [float("inf")] * len(fns)
+    for _ in range(max(1, repeat)):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for c in cases:
+                plan, dictionary = load_plan(plans, c["plan"], cache)
+                fn(c.get("summary") or "", plan, dictionary=dictionary)
+            best[i] = min(best[i], time.perf_counter() - t0)
+    ms = [1000.0 * b / max(1, len(cases)) for b in best]
+    out = ["", "| verifier | ms per summary | ratio to anchor |", "|---|---:|---:|"]
+    for m, x in zip(impls, ms):
+        out.append(f"| {m} | {x:.2f} | {x / ms[-1]:.2f} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", nargs="+", help="YAML corpus files")
@@ -147,10 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timing: best of N passes")
     ap.add_argument("--json", type=Path, help="also write the per-case rows here")
     ap.add_argument("--impl", default="dpspin_sql.verify", help="the module whose `verify` is measured")
+    ap.add_argument("--anchor", help="time this module's `verify` too, interleaved in the same run (a copy of an "
+                                     "earlier verifier on PYTHONPATH), and print the ratio")
     a = ap.parse_args(argv)
     triage = yaml.safe_load(a.triage.read_text(encoding="utf-8")) if a.triage else {}
     rows, ms = run(load_cases(a.corpus), a.plans, triage or {}, a.repeat, a.impl)
     sys.stdout.write(report(rows, ms, a.details))
+    if a.anchor:
+        sys.stdout.write(speed(load_cases(a.corpus), a.plans, [a.impl, a.anchor], a.repeat))
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
     return 0

@@ -64,6 +64,7 @@ class Check:
         self._chars = list(neutral(text))
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None
+        self._clauses: dict[int, list[tuple[int, int]]] = {}
         self._respective: dict[int, Mention] | None = None
         self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
 
@@ -74,12 +75,14 @@ class Check:
         f.rank_spans, f.rank_counts, f._chars = list(self.rank_spans), list(self.rank_counts), list(self._chars)
         f.groups = {k: list(v) for k, v in self.groups.items()}
         f._respective = None
+        f._clauses = dict(self._clauses)
         return f
 
     # --- text ---------------------------------------------------------
     def mask(self, s: int, e: int, ch: str) -> None:
         self._chars[s:e] = ch * (e - s)
         self._masked = self._sents = None
+        self._clauses = {}
 
     @property
     def masked(self) -> str:
@@ -100,9 +103,12 @@ class Check:
         return len(self.sents) - 1
 
     def clauses_of(self, k: int) -> list[tuple[int, int]]:
-        """Clauses of sentence k, list-only clauses joined to the next."""
-        ss, se = self.sents[k]
-        return merge_list_clauses(self.masked, clauses(self.masked, ss, se))
+        """Clauses of sentence k, list-only clauses joined to the next (cached until the text is masked again)."""
+        got = self._clauses.get(k)
+        if got is None:
+            ss, se = self.sents[k]
+            got = self._clauses[k] = merge_list_clauses(self.masked, clauses(self.masked, ss, se))
+        return list(got)
 
     def clause_at(self, pos: int) -> tuple[int, int]:
         """The clause that holds pos (its sentence when none does)."""
