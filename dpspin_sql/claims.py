@@ -408,7 +408,7 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
         if c.kind in ("method", "table"):
             continue   # one method sentence and one table, after the theme sentences
         if c.kind == "range":
-            a = atoms[c.theme] if c.theme in atoms else None
+            a = atoms.get(str(c.theme))
             r = _support_range(view, a) if a is not None else None
             conf = _confidence(view)
             if r is not None and conf is not None:
@@ -458,8 +458,7 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
             sentences.append((f"{_cap(x)} {vp}.", rel))
         if sim:
             sentences.append((sim, [c for c in cs if c.kind == "similar"]))
-    parts = [method_clause(view, str(c.field)) for c in dict.fromkeys(methods)]
-    parts = [p for p in parts if p]
+    parts = [p for p in (method_clause(view, str(c.field)) for c in dict.fromkeys(methods)) if p]
     if parts:
         sentences.append(("Method: " + "; ".join(parts) + ".", list(dict.fromkeys(methods))))
     text, spans = "", []

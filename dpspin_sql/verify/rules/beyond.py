@@ -96,7 +96,7 @@ def check(c: Check) -> None:
         cs, ce = c.clause_at(m.start())
         reason = c.text[m.end():min(se, max(ce, m.end() + 60))]
         effect = c.text[cs:m.start()]
-        if METHOD_CAUSE.search(reason) or (METHOD_CAUSE.search(effect) and not "§" in txt[cs:m.start()]):
+        if METHOD_CAUSE.search(reason) or (METHOD_CAUSE.search(effect) and "§" not in txt[cs:m.start()]):
             continue
         c.add("unsupported_claim", *m.span(), f'"{m.group()}" gives a cause or an explanation of a theme; a plan '
               "releases only each theme's noisy mass, never why")

@@ -153,7 +153,6 @@ def check(c: Check) -> None:
             continue
         c.consume(st.s, st.e)
         why = _judge(c, st)
-        cs, ce = c.clause_at(st.s)
         ss, se = c.sents[c.sentence_of(st.s)]
         if why is None and _CERTAIN.search(c.text[ss:se]) and not re.search(r"\b(?:not|never|no|cannot|can't|n't)\s+"
                                                                               r"(?:\w+\s+){0,2}?(?:certain|sure)", c.text[ss:se], re.I):

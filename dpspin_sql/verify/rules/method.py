@@ -105,7 +105,7 @@ def check(c: Check) -> None:
             c.consume(s, e)
             break
         else:
-            bins = p.get("bins") if isinstance(p.get("bins"), dict) else {}
+            bins: dict = p["bins"] if isinstance(p.get("bins"), dict) else {}
             fractions = [float(x) for x in bins.values() if isinstance(x, (int, float)) and not isinstance(x, bool)]
             by_support = p.get("bin_basis") == "support" or (p.get("bin_basis") is None and fractions
                                                               and max(fractions) < 1)

@@ -203,9 +203,9 @@ def _interval_ok(c: Check, atoms: list[dict], cell: str) -> bool:
                 return True
             if len(vals) == 2 and number_matches(vals[1], h):
                 return True
-        elif len(nums) >= 2:
-            if (number_matches(nums[0], lo) or (lo < 0 and nums[0].value == 0)) and number_matches(nums[1], hi):
-                return True
+        elif len(nums) >= 2 and (number_matches(nums[0], lo) or (lo < 0 and nums[0].value == 0)) \
+                and number_matches(nums[1], hi):
+            return True
     return False
 
 

@@ -77,7 +77,7 @@ def _resolves(c: Check, words: list[Tok]) -> bool:
         return True
     if _HOLDER.fullmatch(words[-1].text):
         return True   # "restaurant reviews", "beauty-product reviewers": the records or their writers, not a theme
-    for aid, a in c.lex.atoms.items():
+    for a in c.lex.atoms.values():
         own = set(content(a["label"])) | set(content(a.get("description") or ""))
         if 2 * sum(t in own for t in rest) > len(rest):
             return True
