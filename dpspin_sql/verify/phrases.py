@@ -120,13 +120,15 @@ def np_right(toks: list[Tok], i: int) -> tuple[int, int] | None:
         j += 1
     k = j
     while k < len(toks) and (toks[k].cls in NOUNISH or (toks[k].cls == "R" and k + 1 < len(toks)
-                                                         and toks[k + 1].cls == "A")
+                                                         and toks[k + 1].cls in ("A", "N", "G"))   # "fast shipping"
                              or (toks[k].cls == "V" and toks[k].text.lower() not in VERBS and k + 1 < len(toks)
                                  and toks[k + 1].cls == "N")):   # "live music", "wait staff": a verb form as modifier
         k += 1
-    # the phrase ends in its last noun ("hair loss", not "hair loss common")
-    while k > j and toks[k - 1].cls != "N":
+    # the phrase ends in its last noun ("hair loss", not "hair loss common"; an -ing noun counts: "fast shipping")
+    while k > j and toks[k - 1].cls not in ("N", "G"):
         k -= 1
+    if k > j and toks[k - 1].cls == "G" and k - 1 == j:
+        k -= 1   # a lone -ing form is a verb ("making it …"), not a phrase
     return (j, k) if k > j else None
 
 

@@ -71,7 +71,7 @@ def contains(seq: tuple, sub: tuple) -> bool:
 
 def sentence_start(text: str, pos: int) -> bool:
     """Is `pos` the first word of a sentence or list item (capitals there are not names)?"""
-    before = text[:pos].rstrip(" \t\"“'(*•#->_")
+    before = text[:pos].rstrip(" \t\"“'(*•#->_†‡§¶|")
     before = re.sub(r"(?:^|\n)\s*\d+[.)]$", "\n", before)
     return before == "" or before[-1] in ".!?:\n"
 

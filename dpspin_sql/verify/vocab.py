@@ -126,5 +126,6 @@ dp-spin opendp ε δ σ plan-level record-level user-level ci ± high moderate l
 common frequent rare popular prevalent top-ranked ranked first second third fourth fifth sixth seventh eighth ninth
 tenth eleventh twelfth last next final least most leading lowest highest largest smallest biggest neighbour neighbor
 neighbours neighbors base baseline reader readers cutoff cut-off unit units point points step steps pack field
-group groups cluster clusters tail middle run stretch block""".split()
+group groups cluster clusters tail middle run stretch block half-width halfwidth width family family-wise
+familywise simultaneous joint""".split()
 THEME_PUBLIC = {stem(w) for w in _PUBLIC} | {t for w in _PUBLIC for t in content(w)}

@@ -106,7 +106,7 @@ _FORMS = [
     (re.compile(rf"\bthe\s+(?P<fl>former|latter)(?:\s+(?:{_NOUNS}|one))?\b(?!\s+(?:two|three|pair|group|{_NOUNS_PL})\b)",
                 re.I), "fl"),
     (re.compile(r"\b(?:both|each|all)\s+of\s+(?:them|these|those|the\s+two)\b", re.I), "pl"),
-    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6])(?:\s+{_NOUNS_PL})?\b", re.I),
+    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6](?![.,]\d))(?:\s+{_NOUNS_PL})?\b", re.I),
      "pl"),
     (re.compile(rf"\b(?:these|those|both)\s+{_NOUNS_PL}\b|\bthe\s+(?:pair|former\s+two|latter\s+two)\b", re.I), "pl"),
     (re.compile(rf"\b(?:this|that|the\s+same)\s+(?:{_NOUNS}|one)\b|\bthe\s+{_NOUNS}\b", re.I), "sg"),

@@ -81,7 +81,7 @@ def check(c: Check) -> None:
         c.add("unsupported_number", *m.span(), f'"{m.group()}" presents a noisy released value as an exact count')
     for m in RELATION.finditer(txt):
         ss, se = c.sents[c.sentence_of(m.start())]
-        if "§" in txt[ss:se] and not c.is_consumed(*m.span()) and not METHOD.search(c.text[ss:se]):   # about a theme
+        if _about_themes(c, ss, se) and not c.is_consumed(*m.span()) and not METHOD.search(c.text[ss:se]):
             c.add("unsupported_claim", *m.span(), f'"{m.group()}" relates a theme to another theme or a '
                   "group of records; a plan releases only each theme's own mass")
     for m in CAUSE.finditer(txt):
@@ -89,10 +89,10 @@ def check(c: Check) -> None:
             continue
         k = c.sentence_of(m.start())
         ss, se = c.sents[k]
-        themed = "§" in txt[ss:se] or (k > 0 and "§" in txt[c.sents[k - 1][0]:c.sents[k - 1][1]]
-                                         and re.match(r"\s*(?:this|that|it|these|which)\b", txt[ss:m.start()], re.I))
-        if not themed:
+        if not _about_themes(c, ss, se):
             continue
+        if re.search(r"\b(?:not|no|cannot|never|nothing|without|neither|nor)\b|n['’]t\b", c.masked[ss:m.start()], re.I):
+            continue   # "it cannot speak to causes", "the plan does not explain why": a disclaimer of the method
         cs, ce = c.clause_at(m.start())
         reason = c.text[m.end():min(se, max(ce, m.end() + 60))]
         effect = c.text[cs:m.start()]
@@ -104,3 +104,13 @@ def check(c: Check) -> None:
         if not c.is_consumed(*m.span()):
             c.add("unsupported_number", *m.span(), f'"{m.group()}" is a number in a unit the verifier does not read')
             c.consume(*m.span())
+
+
+# a sentence about themes: it names one, or refers to one (a pronoun or anaphor, read by `anaphora` later), or
+# speaks of themes or ranks ("The top theme leads because …")
+_THEMEISH = re.compile(r"\b(?:it|its|they|their|them|this|that|these|those|former|latter|both|themes?|topics?|"
+                       r"categor(?:y|ies)|issues?|rank(?:s|ed)?|most\s+common|least\s+common|top|leader|leads?)\b", re.I)
+
+
+def _about_themes(c: Check, ss: int, se: int) -> bool:
+    return "§" in c.masked[ss:se] or bool(_THEMEISH.search(c.masked[ss:se]))

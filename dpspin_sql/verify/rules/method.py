@@ -25,9 +25,11 @@ import dataclasses
 import re
 
 from ..context import Check
+from ..negation import _answer
 from ..numeric import Num, number_matches, numbers
 
-_JOIN = r"\s*(?:=|≈|~|:|≤|is|was|of|at|to|set\s+to|equal\s+to|equals|around|about|roughly|approximately|near|only|just|\(|,)*\s*"
+_JOIN = (r"\s*(?:\([^()\n]{0,30}\)\s*)?(?:=|≈|~|:|≤|\||is|was|of|at|to|set\s+to|equal\s+to|equals|around|about|roughly|"
+         r"approximately|near|only|just|\(|,)*\s*")
 _FIELDS: list[tuple[str, str]] = [
     ("epsilon", r"ε|epsilon|privacy\s+budget|privacy\s+loss|privacy\s+parameter"),
     ("delta", r"δ|delta"),
@@ -59,7 +61,11 @@ def field_value(plan: dict, key: str) -> float | None:
 
 
 def _matches(num: Num, v: float) -> bool:
-    if number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v):   # "ε of at most 2"
+    """A public parameter is exact: its written digits are the value rounded (an exact half is not: "ε = 1" is
+    no statement of ε = 1.5); a hedge states a rule ("ε of at most 2"), not the value."""
+    if num.kind in ("digits", "words") and not num.pct and abs(abs(num.value - v) - num.gran / 2) < 1e-9 * max(1, abs(v)):
+        return False
+    if number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v):
         return True
     if num.pct and number_matches(num, 100.0 * v):   # a share of ε written as a percentage
         return True
@@ -82,8 +88,14 @@ _DENY = re.compile(r"\b(?:not|no|rather\s+than|instead\s+of|unlike|than|versus|v
 
 
 def _denied(c: Check, s: int) -> bool:
+    """The clause denies or supposes the word, or it is asked in a question not answered yes."""
     cs, _ = c.clause_at(s)
-    return bool(_DENY.search(c.masked[cs:s]))
+    if _DENY.search(c.masked[cs:s]):
+        return True
+    k = c.sentence_of(s)
+    if c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?"):
+        return _answer(c, s) != "yes"
+    return False
 
 
 def check(c: Check) -> None:
@@ -96,8 +108,8 @@ def check(c: Check) -> None:
         if re.search(r"\bby\s+a\s+(?:\w+\s+)?margin\W*$", before, re.I):
             continue   # "by a wide margin: about 22%" is an idiom, not the comparison margin
         for key, rx in _BOUND:
-            if not rx.search(before):
-                continue
+            if not rx.search(before) or (num.pct and key not in ("selection_fraction",)):
+                continue   # a percentage right after a field's name is its confidence level or a share, not the field
             v = field_value(p, key)
             if v is None or not _matches(num, v):
                 what = "not in the plan" if v is None else f"{v:g}"

@@ -109,7 +109,10 @@ def _distributed(c: Check, num: Num) -> list[Mention] | None:
     """'A, B and C each appear in under 3%': the value is stated for every theme of the group."""
     k = c.sentence_of(num.start)
     cs, ce = span_of(c.clauses_of(k), num.start, c.sents[k])
-    if not _DISTRIBUTIVE.search(c.masked[cs:ce]):
+    # a parenthesis the number is not in speaks for itself ("…, C about 32 (each ±2.8 at 95% confidence)")
+    own = "".join(ch if not ("(" in c.masked[cs:i + 1] and _paren_depth(c.masked, cs, i) and not
+                             _paren_depth(c.masked, cs, num.start)) else " " for i, ch in enumerate(c.masked[cs:ce], cs))
+    if not _DISTRIBUTIVE.search(own):
         return None
     if num.start in c.respective() or c._paren_owner(c.sents[k][0], num.start, num.end) is not None:
         return None  # "both dry skin (12.2%) and long lasting (9.6%)": each value has its own theme
@@ -185,3 +188,11 @@ def _gap_value(c: Check, num: Num) -> bool:
             if number_matches(num, d) or number_matches(dataclasses.replace(num, hedge=""), d):
                 return True
     return False
+
+
+def _paren_depth(txt: str, lo: int, pos: int) -> int:
+    """How many parentheses opened after lo are still open at pos."""
+    d = 0
+    for ch in txt[lo:pos]:
+        d = d + 1 if ch == "(" else max(0, d - 1) if ch == ")" else d
+    return d
