@@ -59,6 +59,10 @@ RELATION = re.compile(
     r"low-income|high-income|wealthy|international|local|foreign|domestic)\s+" + PEOPLE_NOUNS + r"\b"
     r"|\b(?:women|men|female|male|older|younger|elderly|teen\w*|one-star|two-star|three-star|four-star|five-star|"
     r"[1-5]-star|negative\s+ratings?|positive\s+ratings?|low\s+ratings?|high\s+ratings?)\b", re.I)
+# an effect of the method ("the difference is not meaningful because …"), never a theme's rank or share
+METHOD_EFFECT = re.compile(r"\b(?:noise|noisy|margin|privacy|interval|intervals|uncertainty|difference|differences|gap|gaps|"
+                           r"estimate|estimates|precision|accuracy|confidence|percentages?|shares?\s+(?:are|is)\s+not|"
+                           r"denominator|values?|masses|figures|numbers)\b", re.I)
 # the method's own reasons: a cause about noise, the margin, the plan … explains the release, not a theme
 METHOD_CAUSE = re.compile(
     r"\b(?:noise|noisy|margin|privacy|private|privately|rounding|rounded|budget|epsilon|ε|delta|δ|interval|intervals|"
@@ -96,7 +100,7 @@ def check(c: Check) -> None:
         cs, ce = c.clause_at(m.start())
         reason = c.text[m.end():min(se, max(ce, m.end() + 60))]
         effect = c.text[cs:m.start()]
-        if METHOD_CAUSE.search(reason) or (METHOD_CAUSE.search(effect) and "§" not in txt[cs:m.start()]):
+        if METHOD_CAUSE.search(reason) or (METHOD_EFFECT.search(effect) and "§" not in txt[cs:m.start()]):
             continue
         c.add("unsupported_claim", *m.span(), f'"{m.group()}" gives a cause or an explanation of a theme; a plan '
               "releases only each theme's noisy mass, never why")

@@ -72,7 +72,7 @@ def _resolves(c: Check, words: list[Tok]) -> bool:
     """Does this noun phrase name an admitted theme, public vocabulary, or a paraphrase of one theme?"""
     toks = [t for w in words for t in content(w.text)]
     rest = [t for t in toks if t not in PUBLIC and not t.isdigit()]
-    nouns = [w for w in words if w.cls == "N" and any(t not in PUBLIC for t in content(w.text))]
+    nouns = [w for w in words if w.cls in ("N", "G") and any(t not in PUBLIC for t in content(w.text))]
     if not rest or not nouns:
         return True
     if _HOLDER.fullmatch(words[-1].text):
