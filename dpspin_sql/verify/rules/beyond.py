@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..context import Check
-from ..vocab import METHOD, PEOPLE_NOUNS, RECORD_NOUNS
+from ..vocab import METHOD, PEOPLE_NOUNS, RECORD_NOUNS, is_bound_statement
 
 ABSENCE = re.compile(
     r"\b(?:never|not\s+(?:once|ever))\s+(?:been\s+)?(?:mentioned|raised|cited|reported|discussed|appears?|comes?\s+up)\b"
@@ -93,8 +93,8 @@ def check(c: Check) -> None:
             continue
         k = c.sentence_of(m.start())
         ss, se = c.sents[k]
-        if not _about_themes(c, ss, se):
-            continue
+        if not _about_themes(c, ss, se) or is_bound_statement(txt[ss:se]):
+            continue   # "each complaint contributes to no more than three themes": the assignment bound
         if re.search(r"\b(?:not|no|cannot|never|nothing|without|neither|nor)\b|n['’]t\b", c.masked[ss:m.start()], re.I):
             continue   # "it cannot speak to causes", "the plan does not explain why": a disclaimer of the method
         cs, ce = c.clause_at(m.start())
