@@ -81,12 +81,15 @@ def check(c: Check) -> None:
             continue
         label = c.lex.label_of[min(carried.atoms)]
         claim = c.text[lo:subject.start] + label + c.text[subject.end:hi]
-        pair = re.match(r"\s*(?:,\s*)?(?:and|&)\s+(§+)", c.masked[m.end(g):])
+        pair = re.match(r"(?:\s*\([^()\n]*\))?\s*(?:,\s*)?(?:and|&)\s+(§+)", c.masked[m.end(g):])
         second = _mention_at(c, m.end(g) + pair.start(1)) if pair else None
         before = [x for x in c.mentions if lo <= x.start < hi and x.start != ms]
         if second is not None and len({x.atoms for x in before}) >= 2:
-            # "A and B are similar, and so are C and D": the relation carried to the pair, both replaced
-            first, other = before[0], next(x for x in before if x.atoms != before[0].atoms)
+            # "A and B are similar, and so are C and D": the relation of the last pair named carried to the new
+            # pair, both replaced, read from the clause the pair stands in
+            other = before[-1]
+            first = next(x for x in reversed(before) if x.atoms != other.atoms)
+            lo = max(lo, c.clause_at(first.start)[0])
             label2 = c.lex.label_of[min(second.atoms)]
             spans = sorted([(first, label), (other, label2)], key=lambda t: t[0].start)
             claim, pos = "", lo
