@@ -32,7 +32,7 @@ RANKLAST = (r"(?:least[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
 # a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
 SHARED_RANK = re.compile(
-    r"\b(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
+    r"(?<![\w-])(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
     r"(?:tied|tie|ties|tying|joint(?:ly)?|equal|level|share|shares|shared|sharing|split|splits)"
     r"(?:\s+(?:with\s+)?§+)?(?:\s+(?:for|at|in|on|as))?(?:\s+(?:the|a))?\s+"
     r"(?:(?P<sord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))(?:[\s-]+(?:place|position|spot|rank|slot))?"
