@@ -56,7 +56,10 @@ _GLUE = re.compile(r"^(?:,|and|or|&|plus|/|,\s*and|,\s*or|as\s+well\s+as|along\s
                    r"followed(?:\s+closely)?\s+by|,\s*followed(?:\s+closely)?\s+by|then|and\s+then|,\s*then|"
                    r"vs\.?|versus)$", re.I)
 _INTRO = re.compile(r"(?:include[sd]?|including|such\s+as|namely|followed(?:\s+closely)?\s+by|then|ahead\s+of|"
-                    r"behind|than|outranks?|beats?|trails?|edges?\s+out)$", re.I)
+                    r"behind|than|outranks?|beats?|trails?|edges?\s+out|goes\s+to|go\s+to|went\s+to|"
+                    r"mention(?:s|ed|ing)?|cite[sd]?|citing|raise[sd]?|raising|discuss(?:es|ed|ing)?|praise[sd]?|"
+                    r"(?:talk|talks|talked|complain|complains|complained|complaints|comments|concerns|questions|"
+                    r"reviews|mentions)\s+about|covers?|lists?|admits?|features?)$", re.I)
 _DESCRIBED = re.compile(r"(?:theme|topic|category|issue|item|entry|one|ones|themes|topics|categories|issues|items|"
                         r"entries|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|next|"
                         r"runner-up|leader|place|spot|position)$", re.I)
@@ -77,11 +80,21 @@ def _resolves(c: Check, words: list[Tok]) -> bool:
         return True
     if _HOLDER.fullmatch(words[-1].text):
         return True   # "restaurant reviews", "beauty-product reviewers": the records or their writers, not a theme
+    roots = [_root(t) for t in rest]
     for a in c.lex.atoms.values():
-        own = set(content(a["label"])) | set(content(a.get("description") or ""))
-        if 2 * sum(t in own for t in rest) > len(rest):
+        own = {_root(t) for t in content(a["label"]) + content(a.get("description") or "")}
+        if 2 * sum(t in own for t in roots) > len(rest):
             return True
     return False
+
+
+def _root(t: str) -> str:
+    """A light derivational fold for paraphrases ("pricing" ~ "price", "sensitivity" ~ "sensitive", "scented" ~
+    "scent"); tokens are already folded for plurals (text.stem)."""
+    for suffix in ("ities", "ity", "ing", "ed", "ive", "es", "e"):
+        if t.endswith(suffix) and len(t) - len(suffix) >= 4:
+            return t[: -len(suffix)]
+    return t
 
 
 def _flag(c: Check, toks: list[Tok], a: int, b: int, seen: set) -> None:
@@ -182,9 +195,13 @@ def _skip_det(toks: list[Tok], j: int) -> int:
     return j
 
 
+_ADVERBS = {"also", "still", "only", "just", "then", "even", "again", "clearly", "now", "too", "likewise", "similarly"}
+
+
 def _clause_subjects(c: Check, toks: list[Tok], seen: set) -> None:
     """The phrase that opens a clause naming no theme, before a claim verb, in a clause that makes a claim."""
-    starts = [0] + [i + 1 for i, t in enumerate(toks) if t.cls == "." and t.text in ",;:—–(" ]
+    starts = [0] + [i + 1 for i, t in enumerate(toks) if (t.cls == "." and t.text in ",;:—–(")
+                    or t.text.lower() in ("while", "whereas", "but", "although", "though", "yet")]
     ends = starts[1:] + [len(toks) + 1]
     for a, b in zip(starts, ends):
         clause = toks[a:b - 1] if b <= len(toks) else toks[a:]
@@ -199,7 +216,10 @@ def _clause_subjects(c: Check, toks: list[Tok], seen: set) -> None:
             continue
         if np[0] != _skip_det(clause, k):
             continue
-        verb = clause[np[1]]
+        v = np[1]
+        while v < len(clause) - 1 and (clause[v].cls == "R" or clause[v].text.lower() in _ADVERBS):
+            v += 1   # "hair loss also appears", "hair loss clearly trails"
+        verb = clause[v]
         if verb.cls != "V" or not _CLAIM_VERB.match(verb.text):
             continue
         rest = " ".join(t.text for t in clause[np[1]:])
@@ -255,9 +275,39 @@ def _valued(c: Check, toks: list[Tok], seen: set, txt: str) -> None:
         _flag(c, toks, *np, seen)
 
 
+_LEAD = re.compile(r"(?:themes?|topics?|categor(?:y|ies)|issues?|most|least|top|bottom|high|moderate|low|support|bin|"
+                   r"ranks?|ranked|leading|common|frequent|rare)\b", re.I)
+_ITEM = re.compile(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])[ \t]+")
+
+
+def _lead_items(c: Check, seen: set) -> None:
+    """Items under a lead line or heading about themes ("Moderate themes:" then "- A", "- B"): each item's
+    leading noun phrase names a theme."""
+    txt = c.masked
+    lines, pos = [], 0
+    for line in txt.split("\n"):
+        lines.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    for i, (s, e) in enumerate(lines):
+        head = txt[s:e].strip()
+        if not head or not (head.endswith(":") or head.startswith("#")) or not _LEAD.search(head):
+            continue
+        for ls, le in lines[i + 1:]:
+            m = _ITEM.match(txt, ls, le)
+            if not m:
+                break
+            toks = tokens(txt, m.end(), le)
+            if not toks or toks[0].cls == "§" or any(ls <= v.start < le for v in c.out):
+                continue
+            np = np_right(toks, 0)
+            if np is not None and np[0] == _skip_det(toks, 0):
+                _flag(c, toks, *np, seen)
+
+
 def check(c: Check) -> None:
     txt = c.masked
     seen: set = set()
+    _lead_items(c, seen)
     for ss, se in c.sents:
         if any(ss <= v.start < se for v in c.out):
             continue   # the sentence is rejected already: one report of it is enough
