@@ -44,13 +44,19 @@ CAUSE = re.compile(
     r"prompts?|contribut(?:es?|ed|ing)\s+to|gives?\s+rise\s+to|brings?\s+about|behind\s+(?:the|its|their|this)\s+"
     r"(?:popularity|prominence|lead|rise|share|dominance|success|complaints?|frustration|dissatisfaction|praise)|"
     r"reasons?|reflect(?:s|ed|ing)?|which\s+is\s+why|that\s+is\s+why|this\s+is\s+why|that's\s+why|"
-    r"hence|therefore|consequently|"
+    r"hence|therefore|consequently|makes?\s+sense|(?:un)?surprising(?:ly)?\s+(?:given|since|as|because)|"
+    r"given\s+(?:that|how|the\s+(?:importance|popularity|role|prevalence|price|cost))|"
+    r"com(?:es|e|ing)\s+(?:mostly\s+|mainly\s+|largely\s+|chiefly\s+)?from|came\s+from|"
+    r"(?:a\s+)?(?:sign|signal|evidence|indication|proof)\s+(?:that|of\s+how)|"
+    r"(?:this|which|that|it)\s+(?:suggests|indicates|shows|means|implies|signals|reveals)\s+(?:that\s+)?"
+    r"(?:(?:many|most|some|the|these)\s+)?" + PEOPLE_NOUNS + r"|"
     r"(?:suggest|indicat|impl|signal|mean)(?:s|es|ies|ed|ing)?\s+(?:that\s+)?(?:(?:many|most|some|the)\s+)?" + PEOPLE_NOUNS + r"|"
     r"since\b(?!\s+(?:¤|\d|then|the\s+(?:start|beginning|launch|last|first)|last|early|late|its\s+launch|"
     r"(?:january|february|march|april|may|june|july|august|september|october|november|december)\b)))(?!\w)", re.I)
 RELATION = re.compile(
     r"\b(?:who|that)\s+(?:mention|mentions|mentioned|raise|raises|raised|cite|cites|cited|complain\w*)\b[^.;!?]*?"
     r"\balso\b"
+    r"|\b" + PEOPLE_NOUNS + r"\s+(?:with|who\s+(?:have|has|had))(?=\s+§)"
     r"|\bconcentrated\s+(?:among|in|with)\b|\b(?:especially|particularly|mostly|mainly|largely|chiefly|primarily)\s+"
     r"(?:among|for|in|with)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\b"
     r"|\b(?:among|for|with|from)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\s+(?:in|from|who|aged|over|under|living|based|"
@@ -71,6 +77,9 @@ METHOD_CAUSE = re.compile(
     r"rule|ranks?|ranking|within|gap|difference|confidence|precision|accuracy|estimate|estimates|sigma|σ|scale|"
     r"protect\w*|guarantee|l\b|top-l|admission|selection|dictionary|assignment|only\s+one\s+plan|single\s+plan|"
     r"snapshot)\b", re.I)
+# where themes come from (the records, the dictionary): provenance, not a cause
+_PROVENANCE = re.compile(r"\s*(?:the\s+|these\s+|its\s+|their\s+|public\s+|auxiliary\s+|[\d,]+\s+)*(?:reviews?|complaints?|"
+                         r"records?|documents?|data|corpus|texts?|dictionary|labels?|descriptions?|aux\w*)\b", re.I)
 SUFFIXED = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?(?:k|K|m|M|bn|pc|mn)\b")
 
 
@@ -100,6 +109,8 @@ def check(c: Check) -> None:
         cs, ce = c.clause_at(m.start())
         reason = c.text[m.end():min(se, max(ce, m.end() + 60))]
         effect = c.text[cs:m.start()]
+        if re.match(r"(?i)com|came", m.group()) and _PROVENANCE.match(reason):
+            continue   # "all six themes come from reviews"
         if METHOD_CAUSE.search(reason) or (METHOD_EFFECT.search(effect) and "§" not in txt[cs:m.start()]):
             continue
         c.add("unsupported_claim", *m.span(), f'"{m.group()}" gives a cause or an explanation of a theme; a plan '
@@ -117,4 +128,8 @@ _THEMEISH = re.compile(r"\b(?:it|its|they|their|them|this|that|these|those|forme
 
 
 def _about_themes(c: Check, ss: int, se: int) -> bool:
-    return "§" in c.masked[ss:se] or bool(_THEMEISH.search(c.masked[ss:se]))
+    if "§" in c.masked[ss:se] or _THEMEISH.search(c.masked[ss:se]):
+        return True
+    k = c.sentence_of(ss)   # "A leads; the reason is simple: …": a cause that opens the sentence after a theme's
+    return k > 0 and "§" in c.masked[c.sents[k - 1][0]:c.sents[k - 1][1]] and bool(
+        re.match(r"\s*(?:[-*•]\s*)?(?:\w+\s+){0,3}?(?:reasons?|because|why|cause|explanation|driver)\b", c.masked[ss:se], re.I))
