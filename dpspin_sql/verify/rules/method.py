@@ -27,6 +27,7 @@ import re
 from ..context import Check
 from ..negation import _answer
 from ..numeric import Num, number_matches, numbers
+from .numbers import EXACT_FIELDS
 
 _JOIN = (r"\s*(?:\([^()\n]{0,30}\)\s*)?(?:=|≈|~|:|≤|\||is|was|of|at|to|set\s+to|equal\s+to|equals|around|about|roughly|"
          r"approximately|near|only|just|\(|,)*\s*")
@@ -60,11 +61,14 @@ def field_value(plan: dict, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _matches(num: Num, v: float) -> bool:
+def _matches(num: Num, v: float, key: str = "") -> bool:
     """A public parameter is exact: its written digits are the value rounded (an exact half is not: "ε = 1" is
     no statement of ε = 1.5); a hedge states a rule ("ε of at most 2"), not the value."""
     if num.kind in ("digits", "words") and not num.pct and abs(abs(num.value - v) - num.gran / 2) < 1e-9 * max(1, abs(v)):
         return False
+    if key in EXACT_FIELDS:
+        return num.kind in ("digits", "words") and (abs(num.value - v) <= 1e-9 * max(1.0, abs(v))
+                                                    or (num.pct and abs(num.value - 100.0 * v) <= 1e-9 * max(1.0, v)))
     if number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v):
         return True
     if num.pct and number_matches(num, 100.0 * v):   # a share of ε written as a percentage
@@ -111,7 +115,7 @@ def check(c: Check) -> None:
             if not rx.search(before) or (num.pct and key not in ("selection_fraction",)):
                 continue   # a percentage right after a field's name is its confidence level or a share, not the field
             v = field_value(p, key)
-            if v is None or not _matches(num, v):
+            if v is None or not _matches(num, v, key):
                 what = "not in the plan" if v is None else f"{v:g}"
                 c.add("unsupported_number", s, e, f'"{num.text}" is stated as the plan\'s {key}, which is {what}')
             c.consume(s, e)

@@ -36,6 +36,8 @@ CUES = {
                            r"uncertainty|accura(?:cy|te)|precision|within",
     "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
 }
+# public parameters and counts that are exact in the plan: stated, they must be the plan's value, not a rounding of it
+EXACT_FIELDS = frozenset({"public_denominator", "K", "L", "m", "epsilon", "delta", "B"})
 _CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in CUES.items()}
 
 
@@ -70,6 +72,8 @@ def _matches(key: str, num: Num, v: float) -> bool:
     read at its written precision."""
     if key == "interval_confidence":
         return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
+    if key in EXACT_FIELDS:   # a public count or parameter is stated as it is ("3,000" is not a denominator of 3,400)
+        return num.kind in ("digits", "words") and abs(num.value - v) <= 1e-9 * max(1.0, abs(v))
     return number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v)
 
 
