@@ -273,7 +273,8 @@ def _other_side(c: Check, s: int, e: int, right_missing: bool) -> bool:
     return False
 
 
-_REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|others)\b", re.I)
+_REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|others)\b"
+                   r"|\s*(?:anything|everything|any\s+theme|every\s+theme|all\s+themes)\s+(?:else|other)?", re.I)
 
 
 def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], right: list[Mention]) -> None:
