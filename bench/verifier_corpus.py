@@ -79,7 +79,8 @@ def run(cases: list[dict], plans: Path, triage: dict, repeat: int = 1,
                 expected = t.get("expected", c.get("expected"))
                 rows.append({"id": c["id"], "file": c["_file"], "plan": c["plan"], "style": c.get("style") or "?",
                              "writer": c.get("expected"), "expected": expected,
-                             "defect": (c.get("defect") or "?") if expected == "reject" else "(faithful)",
+                             "defect": (t.get("defect") or "writer error" if t else c.get("defect") or "?")
+                             if expected == "reject" else "(faithful)",
                              "writer_defect": c.get("defect") or "-",
                              "writer_error": t.get("reason") if t else None,
                              "accepted": v.accepted, "violations": [x.to_dict() for x in v.violations],
