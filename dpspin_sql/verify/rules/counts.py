@@ -734,7 +734,7 @@ def _rank_group_lists(c: Check) -> None:
 _VAGUE_Q = (r"(?P<q>no|none\s+of\s+the|not\s+a\s+single|not\s+one|several|many|multiple|numerous|a\s+few|"
             r"a\s+handful\s+of|a\s+couple\s+of|various)")
 _VAGUE = re.compile(
-    rf"\b{_VAGUE_Q}\s+(?P<other>other\s+|more\s+|further\s+)?(?:(?P<b1>high|moderate|low)[\s-]+support\s+(?:{PLAN_NOUNS})"
+    rf"(?<!how\s)\b{_VAGUE_Q}\s+(?P<other>other\s+|more\s+|further\s+)?(?:(?P<b1>high|moderate|low)[\s-]+support\s+(?:{PLAN_NOUNS})"
     rf"|(?:{PLAN_NOUNS})\s+(?:\w+\s+)?(?:have|has|had|show|shows|carry|carries|get|gets|reach|reaches|are\s+in|is\s+in|"
     rf"fall\s+in(?:to)?|falls\s+in(?:to)?|sit\s+in|sits\s+in|land\s+in|lands\s+in)\s+(?:the\s+)?(?:a\s+)?"
     rf"(?P<b2>high|moderate|low)\b)", re.I)

@@ -18,7 +18,7 @@ from ..lexicon import Mention
 from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
 from ..plan import mass
 from ..text import is_enumerator, span_of
-from ..vocab import PLAN_NOUNS
+from ..vocab import BIN_PATTERNS, PLAN_NOUNS
 
 # field → cue words (whole words, case-insensitive); docs/VERIFIER.md *Plan metadata*
 CUES = {
@@ -158,6 +158,11 @@ def check(c: Check) -> None:
             continue
         if _gap_value(c, num):
             continue
+        answered = _answered_count(c, num)
+        if answered is not None:
+            if not answered:
+                c.add("unsupported_number", s, e, f'"{num.text}" does not answer the question\'s count of the plan\'s themes')
+            continue
         att = c.attach(s, e)
         each = [[m] for m in att] if c.plural(att) else [att]  # a plural anaphor states the value for each theme
         if all(any(number_matches(num, v) for v in atom_values(c, g, num)) for g in each) or is_metadata(c, num):
@@ -200,3 +205,29 @@ def _paren_depth(txt: str, lo: int, pos: int) -> int:
     for ch in txt[lo:pos]:
         d = d + 1 if ch == "(" else max(0, d - 1) if ch == ")" else d
     return d
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\s+(?:[\w-]+\s+){0,3}?(?:themes?|topics?|categories|issues?|bins?)\b", re.I)
+_ADMITTED = re.compile(r"\b(?:released|admitted|listed|published|selected|in\s+(?:the|this)\s+(?:plan|release))\b", re.I)
+
+
+def _answered_count(c: Check, num: Num) -> bool | None:
+    """A short answer to "How many themes …?" ("A: Seven.") is a count of the plan's themes: with a bin word in the
+    question it is that bin's size, with admission (released, listed, in the plan) the plan size, else 1..P.
+    None when the number answers no such question."""
+    k = c.sentence_of(num.start)
+    if k == 0 or num.pct:
+        return None
+    qs, qe = c.sents[k - 1]
+    q = c.masked[qs:qe]
+    if not q.rstrip().endswith("?") or not _HOW_MANY.search(q):
+        return None
+    if len(re.findall(r"[A-Za-z§]+", c.masked[c.sents[k][0]:num.start])) > 3:
+        return None   # not the answer's opening number
+    n = num.value
+    bins = [b for b, _, rx in BIN_PATTERNS if rx.search(q)]
+    if bins:
+        return n == sum(str(a.get("bin", "")).lower() in bins for a in c.plan["atoms"])
+    if _ADMITTED.search(q) or re.search(r"\bbins?\b", q, re.I):
+        return n == c.n or (bool(re.search(r"\bbins?\b", q, re.I)) and n == len({a.get("bin") for a in c.plan["atoms"]}))
+    return 1 <= n <= c.n
