@@ -16,7 +16,9 @@ from .context import Check
 
 # a negator before the claim word in its clause ("is not", "isn't", "does not have", "no more … than")
 _NEGATOR = re.compile(r"\b(?:not|never|cannot|hardly|scarcely|barely|neither|nor|fails?\s+to|failed\s+to|"
-                      r"far\s+from|by\s+no\s+means|anything\s+but|it\s+is\s+(?:false|untrue)\s+that|few\s+would)\b"
+                      r"far\s+from|by\s+no\s+means|anything\s+but|it\s+is\s+(?:false|untrue)\s+that|few\s+would|"
+                      r"(?:a\s+stretch|wrong|misleading|premature|unwise|unsafe|unjustified|an\s+overstatement)\s+to\s+"
+                      r"(?:call|say|claim|conclude|describe|treat|rank|read|suggest|state))\b"
                       r"|n['’]t\b|\bno\b(?=\s+(?:more|less|fewer|higher|lower|greater|bigger|smaller|larger|rarer|"
                       r"commoner|scarcer)\b)", re.I)
 # negations that do not deny what follows ("not only … but", "not surprisingly")
