@@ -387,8 +387,13 @@ def _alternatives(c: Check, a: Anaphor, mentions: list[Mention]) -> list[list[fr
     return found
 
 
+_QUALIFIER = re.compile(r"[\s-]+(?:themes|topics|categories|issues|items|complaint\s+types|complaints|reviews|problems)\b", re.I)
+
+
 def _referents(c: Check, a: Anaphor, scope: list[Mention], k: int) -> list[list[frozenset]] | None:
-    """_alternatives within one scope."""
+    """_alternatives within one scope. A mention that qualifies a plural plan noun names a group, not a theme
+    ("A and B are the two credit reporting themes; the former …": credit reporting is no referent)."""
+    scope = [m for m in scope if not _QUALIFIER.match(c.masked, m.end)] or scope
     themes = _distinct(scope)
     if not themes:
         # only a theme can be compared or ranked; "it" with a number may be the data ("It covers 8,000 reviews")

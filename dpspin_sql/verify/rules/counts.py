@@ -107,8 +107,13 @@ def _value(num: Num) -> int | None:
 
 
 def _mods_ok(mods: str) -> bool:
-    """Modifier words of a counted noun; a theme mention among them names a category ("three credit reporting themes")."""
-    return not any(_NOT_MOD.match(w) for w in mods.split() if not w.startswith("§")) and "¤" not in mods
+    """Modifier words of a counted noun; a theme mention among them names a category ("three credit reporting themes").
+    A record noun right before the plan noun is a compound ("ten complaint themes", "the review themes")."""
+    words = mods.split()
+    if words and re.fullmatch(r"(?:complaint|review|record|customer|consumer|diner|product|restaurant|beauty)s?", words[-1],
+                              re.I):
+        words = words[:-1]
+    return not any(_NOT_MOD.match(w) for w in words if not w.startswith("§")) and "¤" not in mods
 
 
 def _category(c: Check, ct: _Count) -> list[frozenset] | None:
@@ -457,7 +462,8 @@ def _judge(c: Check, ct: _Count) -> None:
     if pred and listed and listed[2]:
         _check_members(c, listed[2], pred)
     cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
+    # in "N of the M released themes" the marker qualifies M (the group), not N's predicate
+    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or (_TOTAL_MARK.search(ct.mods) and ct.of_m is None)
                  or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
     if pred and pred[3] and listed and listed[1] and not total and group_members is None:
         # "two themes of moderate support, A and B, follow": the enumeration restricts the count
