@@ -24,7 +24,10 @@ from dataclasses import dataclass
 
 from dpspin_sql.verify import Violation, margin_of
 
-KINDS = ("top_theme", "rank", "bin", "mass", "interval", "comparison", "similar", "count")
+KINDS = ("top_theme", "rank", "bin", "mass", "interval", "range", "comparison", "similar", "count", "method", "table")
+# public method fields a `method` claim may state (docs/PLAN.md); each is rendered from the plan's own value
+METHOD_FIELDS = ("mechanism", "unit", "epsilon", "delta", "B", "K", "noise_scale", "comparison_margin",
+                 "public_denominator", "interval_confidence", "bins")
 MIN_CLAIMS, MAX_CLAIMS = 4, 6
 MORE_PER_THEME, SIMILAR_PER_THEME = 5, 3  # pairs offered per theme: the nearest in rank (keeps big plans small)
 ALL = "all"  # the `bin` of a count of all themes
@@ -40,12 +43,15 @@ class Claim:
     theme: str | None = None
     other: str | None = None
     bin: str | None = None
+    field: str | None = None
 
     def as_json(self) -> dict:
         d: dict = {"kind": self.kind}
         if self.kind == "count":
             d["bin"] = self.bin
-        else:
+        elif self.kind == "method":
+            d["field"] = self.field
+        elif self.kind != "table":
             d["theme"] = self.theme
         if self.kind in ("comparison", "similar"):
             d["other"] = self.other
@@ -105,7 +111,65 @@ def menu(view: dict) -> list[Claim]:
         if a.get("bin") and a["bin"] not in bins:
             bins.append(a["bin"])
     out += [Claim("count", bin=b) for b in bins]
+    if _confidence(view) is not None and view.get("public_denominator"):
+        out += [Claim("range", a["label"]) for a in atoms if _support_range(view, a) is not None]
+    out += [Claim("method", field=f) for f in METHOD_FIELDS if method_clause(view, f) is not None]
+    out.append(Claim("table"))
     return out
+
+
+# ---------------------------------------------------------------- method fields, ranges, tables
+_MECHANISM = {"laplace": "the Laplace mechanism", "gaussian": "the Gaussian mechanism",
+              "private_topL": "the private top-L mechanism (Gaussian values)"}
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def method_clause(view: dict, field: str) -> str | None:
+    """One public method field in words, from the plan's own value (None when the plan lacks it)."""
+    v = view.get(field)
+    if field == "mechanism":
+        return f"released with {_MECHANISM[v]}" if v in _MECHANISM else None
+    if field == "unit":
+        return f"{v}-level protection" if v in ("record", "user") else None
+    if field == "bins":
+        b = view.get("bins") or {}
+        hi, mo = _num(b.get("high")), _num(b.get("moderate"))
+        if hi is None or mo is None:
+            return None
+        if view.get("bin_basis") == "rank" or (view.get("bin_basis") is None and max(hi, mo) >= 1):
+            return "bins by rank cut-offs"   # the cut-offs may exceed the plan's ranks: each theme's bin is stated
+        return f"bin thresholds of {hi * 100:g}% and {mo * 100:g}% support"
+    x = _num(v)
+    if x is None:
+        return None
+    return {"epsilon": f"ε = {x:g}", "delta": f"δ = {x:g}", "B": f"B = {x:g}", "K": f"K = {int(x)}",
+            "noise_scale": f"noise scale {x:.2f}", "comparison_margin": f"comparison margin {x:.1f}",
+            "public_denominator": f"public denominator {int(x):,}",
+            "interval_confidence": f"{x * 100:g}% confidence intervals"}.get(field)
+
+
+def _support_range(view: dict, a: dict) -> tuple[float, float] | None:
+    iv = a.get("support_interval")
+    if isinstance(iv, (list, tuple)) and len(iv) == 2:
+        return float(min(iv)), float(max(iv))
+    d, m = _num(view.get("public_denominator")), _interval(view, a)
+    return (max(m[0], 0.0) / d, max(m[1], 0.0) / d) if d and m else None
+
+
+def table(view: dict) -> str:
+    """The plan's themes as a Markdown table (rank, theme, support or mass, bin): each row a claim."""
+    atoms = themes(view)
+    share = all(a.get("support") is not None for a in atoms)
+    head = "| Rank | Theme | " + ("Support" if share else "Released mass") + " | Bin |"
+    rows = [head, "|---|---|---|---|"]
+    for a in atoms:
+        value = (f"{_fmt(float(a['support']) * 100)}%" if share
+                 else _fmt(float(a.get("display_mass", max(_mass(a), 0.0)))))
+        rows.append(f"| {int(a['rank'])} | {a['label']} | {value} | {a.get('bin', 'low')} |")
+    return "\n".join(rows)
 
 
 # ---------------------------------------------------------------- schema and grammar
@@ -117,6 +181,10 @@ def _variants(items: list[Claim]) -> list[dict]:
             groups.setdefault((c.kind, c.theme), []).append(c.other)
         elif c.kind == "count":
             groups.setdefault(("count",), []).append(c.bin)
+        elif c.kind == "method":
+            groups.setdefault(("method",), []).append(c.field)
+        elif c.kind == "table":
+            groups.setdefault(("table",), [])
         else:
             groups.setdefault((c.kind,), []).append(c.theme)
     out = []
@@ -124,6 +192,10 @@ def _variants(items: list[Claim]) -> list[dict]:
         kind = key[0]
         if kind == "count":
             props = {"kind": [kind], "bin": values}
+        elif kind == "method":
+            props = {"kind": [kind], "field": values}
+        elif kind == "table":
+            props = {"kind": [kind]}
         elif kind in ("comparison", "similar"):
             props = {"kind": [kind], "theme": [key[1]], "other": values}
         else:
@@ -200,9 +272,10 @@ def read_claims(obj, items: list[Claim]) -> tuple[list[Claim], list[Violation], 
                                 "not a claim of a known kind"))
             conforms = False
             continue
-        c = Claim(x["kind"], x.get("theme") if x["kind"] != "count" else None,
+        c = Claim(x["kind"], x.get("theme") if x["kind"] not in ("count", "method", "table") else None,
                   x.get("other") if x["kind"] in ("comparison", "similar") else None,
-                  x.get("bin") if x["kind"] == "count" else None)
+                  x.get("bin") if x["kind"] == "count" else None,
+                  x.get("field") if x["kind"] == "method" else None)
         if set(x) != set(c.as_json()):
             conforms = False
         if c in on_menu:
@@ -326,10 +399,21 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
     seen = set()
     claims = sorted(claims, key=lambda c: c != Claim("count", bin=ALL))  # "The plan lists N themes." opens
     counted = {c.bin: [c] for c in claims if c.kind == "count" and c.bin != ALL}
+    methods = [c for c in claims if c.kind == "method"]
+    tabled = [c for c in claims if c.kind == "table"]
     for c in claims:
         if c in seen:
             continue
         seen.add(c)
+        if c.kind in ("method", "table"):
+            continue   # one method sentence and one table, after the theme sentences
+        if c.kind == "range":
+            a = atoms.get(str(c.theme))
+            r = _support_range(view, a) if a is not None else None
+            conf = _confidence(view)
+            if r is not None and conf is not None:
+                order.append(("range", c))
+            continue
         if c.kind == "count":
             order.append(c)
             continue
@@ -344,6 +428,14 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
     sentences: list[tuple[str, list[Claim]]] = []
     said_bins: set[str | None] = set()
     for x in order:
+        if isinstance(x, tuple):
+            rc = x[1]
+            lo, hi = _support_range(view, atoms[rc.theme])  # type: ignore[misc]  # menu() offers ranges only then
+            conf = _confidence(view)
+            assert conf is not None
+            sentences.append((f"With {conf * 100:g}% confidence, {rc.theme} accounts for between {_fmt(lo * 100)}% "
+                              f"and {_fmt(hi * 100)}% of records.", [rc]))
+            continue
         if isinstance(x, Claim):
             sentences.append((_count_sentence(x, list(atoms.values())), counted.get(x.bin, [x])))
             continue
@@ -366,11 +458,18 @@ def render(claims: list[Claim], view: dict) -> tuple[str, list[tuple[int, int, l
             sentences.append((f"{_cap(x)} {vp}.", rel))
         if sim:
             sentences.append((sim, [c for c in cs if c.kind == "similar"]))
+    parts = [p for p in (method_clause(view, str(c.field)) for c in dict.fromkeys(methods)) if p]
+    if parts:
+        sentences.append(("Method: " + "; ".join(parts) + ".", list(dict.fromkeys(methods))))
     text, spans = "", []
     for s, cs in sentences:
         start = len(text) + (1 if text else 0)
         text = f"{text} {s}" if text else s
         spans.append((start, len(text), cs))
+    if tabled:   # the table stands on lines of its own
+        start = len(text) + (2 if text else 0)
+        text = f"{text}\n\n{table(view)}" if text else table(view)
+        spans.append((start, len(text), tabled[:1]))
     return text, spans
 
 

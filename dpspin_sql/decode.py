@@ -25,7 +25,7 @@ __all__ = ["LLMConfig", "SummaryResult", "EndpointUnreachable", "CONSTRAINTS", "
 MAX_ATTEMPTS_LIMIT = 20
 _PUBLIC_META = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "L", "m",
                 "comparison_margin", "public_denominator", "bins", "bin_basis", "interval_confidence",
-                "interval_half_width")
+                "interval_half_width", "B", "K", "noise_scale", "calibration")
 _PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin",
                 "interval", "support_interval")
 
@@ -112,6 +112,16 @@ def _verifier_reads_intervals() -> bool:
         return False
 
 
+def _method_sentence(v: dict) -> str | None:
+    """The public method fields in one line ("Method: released with the Gaussian mechanism; record-level
+    protection; ε = 1; …"), written by the claims renderer from the plan's own values."""
+    from dpspin_sql.claims import METHOD_FIELDS, method_clause
+    if v.get("mechanism") == "non_private":
+        return None
+    parts = [p for p in (method_clause(v, f) for f in METHOD_FIELDS) if p]
+    return "Method: " + "; ".join(parts) + "." if parts else None
+
+
 def template_summary(plan: Any) -> str:
     """Deterministic plan-to-text map; the fallback, always accepted by the verifier.
 
@@ -130,7 +140,11 @@ def template_summary(plan: Any) -> str:
     kind = "non-private reference" if v.get("mechanism") == "non_private" else "differentially private"
     head = f"This {kind} plan lists {len(atoms)} themes"
     head += f" (ε = {eps:g})." if isinstance(eps, (int, float)) else "."
-    lines = [head, f"The most common theme is {atoms[0]['label']}."]
+    lines = [head]
+    method = _method_sentence(v)
+    if method:
+        lines.append(method)
+    lines.append(f"The most common theme is {atoms[0]['label']}.")
     lines += [_template_atom_sentence(a, v, intervals) for a in atoms]
     if intervals and confidence is not None:
         lines.append(confidence)

@@ -90,11 +90,16 @@ def test_any_choice_of_claims_renders_to_accepted_prose():
             chosen = [rng.choice(items) for _ in range(rng.randint(cl.MIN_CLAIMS, cl.MAX_CLAIMS))]
             text, spans = cl.render(chosen, v)
             assert verify(text, p).accepted, text
-            # prose, not data: sentences, every claim traced to one sentence
-            assert "{" not in text and '"' not in text and "\n" not in text
+            # prose, not data: sentences (and a Markdown table when one is chosen), every claim traced to one span
+            prose = text.split("\n\n| ")[0]
+            assert "{" not in text and '"' not in text and "\n" not in prose
+            assert ("\n" in text) == any(c.kind == "table" for c in chosen)
             assert {c for _, _, cs in spans for c in cs} == set(chosen)
-            for s, e, _ in spans:
-                assert text[s].isupper() and text[e - 1] == "."
+            for s, e, cs in spans:
+                if cs[0].kind == "table":
+                    assert text[s] == "|" and text[e - 1] == "|"
+                else:
+                    assert text[s].isupper() and text[e - 1] == "."
 
 
 def test_menu_never_offers_an_unsupported_claim():
@@ -146,6 +151,10 @@ def test_schema_and_grammar_are_the_menu():
         (kind,) = enums.pop("kind")
         if kind == "count":
             offered |= {cl.Claim(kind, bin=b) for b in enums["bin"]}
+        elif kind == "method":
+            offered |= {cl.Claim(kind, field=f) for f in enums["field"]}
+        elif kind == "table":
+            offered.add(cl.Claim(kind))
         elif "other" in enums:
             offered |= {cl.Claim(kind, t, o) for t in enums["theme"] for o in enums["other"]}
         else:

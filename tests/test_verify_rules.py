@@ -125,6 +125,10 @@ METADATA_INVALID = [
     ("cfpb", "Results carry 90% confidence intervals.", ["unsupported_number"], "90%"),
     ("amazon", "Results carry 95% confidence intervals.", ["unsupported_number"], "95%"),
     ("amazon", "The noise scale is 9.", ["unsupported_number"], "9"),
+    # every public field, bound to its name, is checked against that field (not any field it may equal)
+    ("amazon", "The user-level release bounds each person's contribution.", ["wrong_method"], "user-level"),
+    ("amazon", "Released with the Laplace mechanism at ε = 1.", ["wrong_method"], "Laplace"),
+    ("amazon", "The release used ε = 1 with noise scale σ ≈ 3.", ["unsupported_number"], "3"),
 ]
 
 # ---------------------------------------------------------------- change over time
@@ -200,7 +204,9 @@ ANECDOTE_VALID = [
     ("amazon", "We treat differences below the margin as noise."),
     ("amazon", "Our summary covers ten themes."),
     ("amazon", "A customer-service theme does not appear in the plan."),
-    ("amazon", "The user-level release bounds each person's contribution."),
+    # was "The user-level release …": the amazon plan is a record-level release, so that sentence states a wrong
+    # unit and is rejected now (wrong_method, METADATA_INVALID); the record-level statement passes
+    ("amazon", "The record-level release bounds each record's contribution."),
     ("amazon", "A reviewer who mentions dry skin is counted under that theme."),
     ("amazon", "No individual customer can be identified from this plan."),
     ("cfpb", "Consumers describe credit reports that list information belonging to someone else."),

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 from .lexicon import Lexicon, Mention
 from .numeric import numbers
+from .phrases import leading_np
 from .plan import margin_of
 from .text import clauses, content, merge_list_clauses, neutral, sentences
-from .vocab import BIN_PATTERNS, bin_word_applies
+from .vocab import BIN_PATTERNS, THEME_PUBLIC, bin_word_applies
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Check:
         self._chars = list(neutral(text))
         self._masked: str | None = None
         self._sents: list[tuple[int, int]] | None = None
+        self._clauses: dict[int, list[tuple[int, int]]] = {}
         self._respective: dict[int, Mention] | None = None
         self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
 
@@ -73,12 +75,14 @@ class Check:
         f.rank_spans, f.rank_counts, f._chars = list(self.rank_spans), list(self.rank_counts), list(self._chars)
         f.groups = {k: list(v) for k, v in self.groups.items()}
         f._respective = None
+        f._clauses = dict(self._clauses)
         return f
 
     # --- text ---------------------------------------------------------
     def mask(self, s: int, e: int, ch: str) -> None:
         self._chars[s:e] = ch * (e - s)
         self._masked = self._sents = None
+        self._clauses = {}
 
     @property
     def masked(self) -> str:
@@ -99,9 +103,12 @@ class Check:
         return len(self.sents) - 1
 
     def clauses_of(self, k: int) -> list[tuple[int, int]]:
-        """Clauses of sentence k, list-only clauses joined to the next."""
-        ss, se = self.sents[k]
-        return merge_list_clauses(self.masked, clauses(self.masked, ss, se))
+        """Clauses of sentence k, list-only clauses joined to the next (cached until the text is masked again)."""
+        got = self._clauses.get(k)
+        if got is None:
+            ss, se = self.sents[k]
+            got = self._clauses[k] = merge_list_clauses(self.masked, clauses(self.masked, ss, se))
+        return list(got)
 
     def clause_at(self, pos: int) -> tuple[int, int]:
         """The clause that holds pos (its sentence when none does)."""
@@ -149,8 +156,9 @@ class Check:
                     for m in rx.finditer(txt, ss, se):
                         if bin_word_applies(txt, m.start(), m.end(), needs):
                             kinds.setdefault("bin", []).append(m.span())
+                ranged = bool(_RANGED.search(self.text[ss:se]))   # "from 32.1 to 37.7" is a range, not a versus
                 for spans in kinds.values():
-                    for run in _runs(txt, sorted(set(spans))):
+                    for run in _runs(txt, sorted(set(spans)), ranged):
                         versus = any(_VERSUS.fullmatch(txt[a[1]:b[0]]) for a, b in zip(run, run[1:]))
                         themes = self._theme_list(ss, run[0][0], resp or versus)
                         if versus:   # "A is ahead of B (12.2% vs 0.7%)": the last themes named, in order
@@ -204,11 +212,16 @@ class Check:
         return bool(_ASIDE.search(self.masked[max(self.sents[k][0], pos - 40):pos]))
 
     def _subject_words(self, lo: int, hi: int) -> list[str]:
+        np = leading_np(self.masked, lo, hi)   # the clause's own subject, read by structure
+        if np is None:
+            return []
+        lo, hi = np
         out = []
         for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", self.masked[lo:hi]):
             a, b = lo + m.start(), lo + m.end()
             w = re.sub(r"'s$", "", m.group().lower())
-            if w not in _SUBJECT_FILLER and not _FILLER_NOUNS.fullmatch(w) and not self.is_consumed(a, b):
+            if (w not in _SUBJECT_FILLER and not _FILLER_NOUNS.fullmatch(w) and not self.is_consumed(a, b)
+                    and not set(content(w)) <= THEME_PUBLIC):
                 out.append(w)
         return out
 
@@ -295,6 +308,10 @@ class Check:
         for cs, ce in self.clauses_of(k):
             if cs <= s < ce:
                 ms = self.in_range(cs, ce)
+                before = [m for m in ms if m.end <= s]
+                after = [m for m in ms if m.start >= e]
+                if before and after and _RELATES.search(self.masked[e:after[0].start]):
+                    return [before[-1]]   # "A is the most common theme (mass about 422) and far ahead of B"
                 if ms:
                     return [min(ms, key=lambda m: _dist(m, s, e))]
         ms = self.in_range(ss, se)
@@ -321,15 +338,26 @@ _LIST_GLUE = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:,|and|&|,\s*and)\s*(
 _VERSUS = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:vs\.?|versus|against|to)\s*(?:about|around|roughly|~|≈)?\s*$", re.I)
 
 
-def _runs(txt: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-    """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low")."""
+_RANGED = re.compile(r"\b(?:intervals?|ranges?|ci|confidence|from|between|runs?|spans?|plausible)\b", re.I)
+
+
+def _runs(txt: str, spans: list[tuple[int, int]], ranged: bool = False) -> list[list[tuple[int, int]]]:
+    """Maximal runs of values joined only by list glue ("9.6% and 9.4%", "high, moderate and low");
+    in a sentence about intervals, "a to b" is a range and joins no run."""
     runs: list[list[tuple[int, int]]] = []
     for sp in spans:
-        if runs and (_LIST_GLUE.fullmatch(txt[runs[-1][-1][1]:sp[0]]) or _VERSUS.fullmatch(txt[runs[-1][-1][1]:sp[0]])):
+        gap = txt[runs[-1][-1][1]:sp[0]] if runs else ""
+        versus = bool(runs) and bool(_VERSUS.fullmatch(gap)) and not (ranged and re.search(r"\bto\b", gap))
+        if runs and (_LIST_GLUE.fullmatch(gap) or versus):
             runs[-1].append(sp)
         else:
             runs.append([sp])
     return [r for r in runs if len(r) > 1]
+
+
+# words that introduce the other side of a relation: a value before them belongs to the side before
+_RELATES = re.compile(r"\b(?:than|ahead\s+of|behind|over|above|below|compared|versus|vs|against|as\s+common\s+as|twice|"
+                      r"similar\s+to|tied\s+with|followed\s+by|leads?|trails?|edges?\s+out|beats?|outranks?)\b", re.I)
 
 
 def _dist(m: Mention, s: int, e: int) -> int:

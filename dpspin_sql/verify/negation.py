@@ -16,7 +16,9 @@ from .context import Check
 
 # a negator before the claim word in its clause ("is not", "isn't", "does not have", "no more … than")
 _NEGATOR = re.compile(r"\b(?:not|never|cannot|hardly|scarcely|barely|neither|nor|fails?\s+to|failed\s+to|"
-                      r"far\s+from|by\s+no\s+means|anything\s+but|it\s+is\s+(?:false|untrue)\s+that|few\s+would)\b"
+                      r"far\s+from|by\s+no\s+means|anything\s+but|it\s+is\s+(?:false|untrue)\s+that|few\s+would|"
+                      r"(?:a\s+stretch|wrong|misleading|premature|unwise|unsafe|unjustified|an\s+overstatement)\s+to\s+"
+                      r"(?:call|say|claim|conclude|describe|treat|rank|read|suggest|state))\b"
                       r"|n['’]t\b|\bno\b(?=\s+(?:more|less|fewer|higher|lower|greater|bigger|smaller|larger|rarer|"
                       r"commoner|scarcer)\b)", re.I)
 # negations that do not deny what follows ("not only … but", "not surprisingly")
@@ -45,6 +47,10 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
     window = _NOT_DENIAL.sub(lambda m: " " * len(m.group()), c.masked[cs:s + 12])  # past s: "no| more"
     if any(m.start() < s - cs for m in _HEDGE.finditer(window)):
         return "hedged"
+    k = c.sentence_of(s)
+    ss = c.sents[k][0]
+    if re.search(r"\bwhether\b", c.masked[ss:s], re.I):   # "whether A is more common than B is unclear": asked, not said
+        return "hedged"
     found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
     if e is not None:
         after = re.match(r"[^§¤]*?(?=§)", c.masked[e:ce])
@@ -58,11 +64,17 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
 
 
 def _answer(c: Check, s: int) -> str | None:
-    """'yes' or 'no' when the claim at s is asked in a question that the next sentence answers."""
+    """'yes' or 'no' when the claim at s is asked in a question that the next sentence answers.
+    A rank that modifies the question's subject ("Are the themes ranked 7 to 9 distinguishable?")
+    is what the question presupposes, not what it asks."""
+    if re.search(r"\b(?:themes?|topics?|ones|categories)\s+$", c.masked[max(0, s - 20):s], re.I) and \
+            re.match(r"(?:ranked|ranking|in\s+ranks?|at\s+ranks?)\b", c.masked[s:s + 12], re.I):
+        return None
     k = c.sentence_of(s)
     if not c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?") or k + 1 >= len(c.sents):
         return None
     nxt = c.masked[c.sents[k + 1][0]:c.sents[k + 1][1]]
+    nxt = re.sub(r"^\s*(?:[-*•>]\s*)*(?:a|answer)\s*[:.]\s*", "", nxt, flags=re.I)   # "A: No."
     if re.match(r"\s*(?:yes|yep|indeed|correct|right|it\s+is|they\s+are)\b", nxt, re.I):
         return "yes"
     if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all)|it\s+is\s+not|it['’]s\s+not)\b", nxt, re.I):

@@ -29,8 +29,9 @@ HEDGE_APPROX = (r"about|around|approximately|approx\.?|roughly|some|close to|an 
                 r"just over|upwards of|exceeding|exceeds|exceeded|exceed|surpassing|surpasses|surpassed|greater than")
 NUM_RE = re.compile(
     rf"(?P<hedge>(?:{HEDGE_APPROX})\s*)?"
-    r"(?:(?P<onein>\b(?:one|1)\s+(?:in|out of)\s+(?:every\s+)?(?P<n1>\d+|" + NUMWORD + r"(?:[\s-](?:" + NUMWORD + r"))*)\b)"
-    r"|(?P<frac>\b(?:" + "|".join(sorted((re.escape(f) for f in FRACTIONS), key=len, reverse=True)) + r")\b)"
+    r"(?:(?P<onein>\b(?:one|1)\s+(?:(?:review|complaint|record|report|document|post|comment|ticket|submission|"
+    r"customer|reviewer|user|diner|consumer|guest|buyer|shopper|borrower|person)\s+)?(?:in|out of)\s+(?:every\s+)?(?P<n1>\d+|" + NUMWORD + r"(?:[\s-](?:" + NUMWORD + r"))*)\b)"
+    r"|(?P<frac>\b(?:" + "|".join(sorted((re.escape(f) for f in FRACTIONS), key=len, reverse=True)) + r")\b(?![-‐]\w))"
     r"|(?P<vague>\b(?:dozens|hundreds|thousands)\b)"
     r"|(?P<sci>(?<![\w.,])(?:(?P<mant>\d+(?:\.\d+)?)\s*[×x·*]\s*)?10\s*(?:\^\s*\(?\s*(?P<e1>[-−+]?\d+)\s*\)?"
     r"|\*\*\s*\(?(?P<e2>[-−+]?\d+)\)?|(?P<e3>[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))"

@@ -71,7 +71,7 @@ def contains(seq: tuple, sub: tuple) -> bool:
 
 def sentence_start(text: str, pos: int) -> bool:
     """Is `pos` the first word of a sentence or list item (capitals there are not names)?"""
-    before = text[:pos].rstrip(" \t\"“'(*•#-")
+    before = text[:pos].rstrip(" \t\"“'(*•#->_†‡§¶|")
     before = re.sub(r"(?:^|\n)\s*\d+[.)]$", "\n", before)
     return before == "" or before[-1] in ".!?:\n"
 
@@ -92,7 +92,7 @@ def neutral(text: str) -> str:
 
 # ---------------------------------------------------------------- sentences / clauses
 # a dash splits clauses, except inside a numeric range ("4–7", "603.6–621.2")
-CLAUSE_SPLIT = re.compile(r"[,;:]|(?<!\d)[—–]|[—–](?!\d)|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)
+CLAUSE_SPLIT = re.compile(r"[,;:|]|(?<!\d)[—–]|[—–](?!\d)|\s-\s|\b(?:while|whereas|but|although|though|followed by)\b", re.I)
 
 
 _ABBREV = re.compile(r"(?i)(?:\bvs|\be\.g|\bi\.e|\bapprox|\bcf|\bca|\bapprox|\besp|\bresp)$")
@@ -115,7 +115,12 @@ def sentences(masked: str) -> list[tuple[int, int]]:
 
 def clauses(masked: str, s: int, e: int) -> list[tuple[int, int]]:
     """Clause spans of the sentence masked[s:e]."""
-    cuts = [s] + [m.start() + s for m in CLAUSE_SPLIT.finditer(masked[s:e])] + [e]
+    depth, inside = 0, set()
+    for i, ch in enumerate(masked[s:e]):   # a comma inside parentheses ("four themes (A, B, C and D)") splits nothing
+        depth = depth + 1 if ch == "(" else max(0, depth - 1) if ch == ")" else depth
+        if depth and ch == ",":
+            inside.add(i)
+    cuts = [s] + [m.start() + s for m in CLAUSE_SPLIT.finditer(masked[s:e]) if m.start() not in inside] + [e]
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from .numeric import ORDINALS
+from .text import content, stem
 
 BIN_WORDS = {
     "high": ["high", "highly", "very common", "very frequent", "widespread", "dominant", "prevalent", "frequent", "heavy",
@@ -31,7 +32,7 @@ RANKLAST = (r"(?:least[\s-]+(?:common(?:ly)?|frequent(?:ly)?|prevalent|reported|
 ORD = r"(?P<ord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))"
 # a rank shared by a conjunction of themes: "A and B are tied for second place", "share the top spot", "joint third"
 SHARED_RANK = re.compile(
-    r"\b(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
+    r"(?<![\w-])(?:(?:are|were|is|was|sit|sits|rank|ranks|ranked|come|comes|came|finish|finished)\s+)?"
     r"(?:tied|tie|ties|tying|joint(?:ly)?|equal|level|share|shares|shared|sharing|split|splits)"
     r"(?:\s+(?:with\s+)?§+)?(?:\s+(?:for|at|in|on|as))?(?:\s+(?:the|a))?\s+"
     r"(?:(?P<sord>" + "|".join(ORDINALS) + r"|\d+(?:st|nd|rd|th))(?:[\s-]+(?:place|position|spot|rank|slot))?"
@@ -45,10 +46,12 @@ PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|
               r"complaint\s+types?|phrases?|labels?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")
 METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
-                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|counts?\s+(?:only\s+|just\s+)?once|contribut\w*|ε|epsilon)\b", re.I)
+                    r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|counts?\s+(?:only\s+|just\s+)?once|contribut\w*|ε|epsilon|"
+                    r"weights?|split\s+(?:over|among|between|across))\b", re.I)
 # the per-record contribution bound K: a clause about what one record counts toward (docs/VERIFIER.md, Counts rule 0)
 PER_RECORD = re.compile(r"\b(?:per\s+(?:record|review|complaint|document|user)|(?:each|every|a|one|any)\s+(?:single\s+)?"
-                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|contributes?|assigned|maps?|belongs?)|"
+                        r"(?:record|review|complaint|document)\b[^.;]*\b(?:counts?|counted|contributes?|assigned|maps?|belongs?|"
+                        r"spread|split|weighted)|"
                         r"assign(?:ed|ment)s?)\b", re.I)
 _BOUND_COUNT = re.compile(r"\b(?:at\s+most|up\s+to|no\s+more\s+than|only|exactly|k\b|\d+|one|a\s+single|two|three|four|"
                           r"five|six|seven|eight|nine|ten)\b(?:\s+[\w-]+){0,2}?\s+" + PLAN_NOUNS + r"\b|\bk\s*(?:=|themes?)", re.I)
@@ -93,3 +96,37 @@ PUBLIC_VOCABULARY = (
     "Sub-product", "Issue", "Sub-issue", "Sub", "Overall", "Top", "Top-L", "Atom", "Atoms", "Privacy", "Differential",
     "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI", "No",
 )
+
+
+# the public vocabulary of the method and the plan: nouns that stand where a theme may stand
+# without naming one (docs/VERIFIER.md, *Themes: fail closed*)
+_PUBLIC = """theme topic atom category categories issue item entry entries area subject concept phrase label cluster
+group bucket segment kind type sort set pair trio handful list lists table chart row column heading section
+review complaint record report post comment ticket case submission narrative document rating response mention
+text feedback data dataset corpus collection sample sampling population word words
+consumer customer reviewer user people person guest diner respondent client borrower patient buyer shopper
+visitor member complainant writer author reader analyst team stakeholder owner manager individual public
+share support mass weight count number total sum proportion percentage percent per cent fraction frequency
+prevalence volume rank ranking position place spot slot bin tier band level interval range value estimate
+figure margin gap difference lead distance spread ratio majority minority half third quarter top bottom middle
+end head tail cut cutoff threshold bound limit cap floor ceiling score magnitude size amount portion bulk rest
+remainder others leader runner runner-up standout outlier order
+plan release summary method mechanism noise scale privacy budget epsilon delta guarantee protection parameter
+setting dictionary vocabulary taxonomy universe candidate denominator calibration confidence uncertainty accuracy
+precision error sigma laplace gaussian dp zcdp selection admission assignment contribution unit algorithm
+approach analysis output result finding caveat note takeaway headline highlight pattern picture signal insight
+observation point message question answer conclusion recommendation implication priority focus attention
+context detail view overview snapshot comparison claim statement reading interpretation way sense term
+rule basis definition meaning fact line lines thing things side sides respect regard terms tally distribution
+shape spread concentration emphasis evidence sign measure metric indicator proxy estimate approximation
+precision variance deviation draw draws chance probability likelihood level levels degree extent scope
+coverage version schema field fields file json id identifier denominator top-l l k m b
+time moment glance while case cases example instance share shares attention limit
+dp-spin opendp ε δ σ plan-level record-level user-level ci ± high moderate low medium bin-level mid middle
+common frequent rare popular prevalent top-ranked ranked first second third fourth fifth sixth seventh eighth ninth
+tenth eleventh twelfth last next final least most leading lowest highest largest smallest biggest neighbour neighbor
+neighbours neighbors base baseline reader readers cutoff cut-off unit units point points step steps pack field
+group groups cluster clusters tail middle run stretch block half-width halfwidth width family family-wise
+familywise simultaneous joint remaining other others further additional following leading trailing existing
+preceding rest""".split()
+THEME_PUBLIC = {stem(w) for w in _PUBLIC} | {t for w in _PUBLIC for t in content(w)}

@@ -18,16 +18,20 @@ from . import (
     ellipsis,
     intervals,
     mentions,
+    method,
     numbers,
     obfuscation,
     quantifiers,
     ranks,
+    tables,
     temporal,
+    themes,
 )
 
 RULES = (
     obfuscation,   # invisible, combining, compatibility and look-alike characters: fail closed
     mentions,      # theme labels → mentions; unadmitted_atom
+    tables,        # Markdown tables: rows of claims, headers as column roles
     details,       # contacts, identifiers, dates, money, quotes, names
     anecdotes,     # one person's or one record's experience or statement
     temporal,      # change over time: unsupported by a single plan
@@ -37,8 +41,10 @@ RULES = (
     comparisons,   # more/less/similar/ratio/gap under the margin
     ranks,         # rank 1, last, ordinals, top-N, rank ranges
     intervals,     # ± and interval statements against the released accuracy intervals
+    method,        # public method fields: bound numbers, bin thresholds, mechanism, unit, calibration
     counts,        # numbers that count themes, ranks or bins: checked against the plan's structure
     bins,          # support words against released bins
     quantifiers,   # most/all/none of the records
     numbers,       # every remaining number: released value or cued metadata
+    themes,        # every noun phrase in a theme position names a released theme: fail closed
 )

@@ -64,7 +64,7 @@ _LEAD = (r"(?:\s*(?:and|but|so|yet|or|while|whereas|although|though|because|sinc
          r"indeed|instead|otherwise|in\s+turn|in\s+contrast|by\s+contrast|in\s+addition|at\s+the\s+same\s+time|"
          r"in\s+fact|in\s+particular|above\s+all|of\s+course|after\s+all|even\s+so|on\s+the\s+other\s+hand|"
          r"in\s+other\s+words|by\s+comparison|in\s+comparison|as\s+expected|for\s+(?:its|their)\s+part|"
-         r"[a-z]+ly)\b\s*,?)*\s*$")
+         r"[a-z]+ly|(?:at|with)\s+(?:about\s+|around\s+|roughly\s+|[~≈]\s*)?[\d.,]+\s*%?)\b\s*,?)*\s*$")
 _CONJ = r"\b(?:and|but|yet|so|or|while|whereas|although|though|because|since)\b"
 _SUBJECT_POS = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|" + _CONJ + ")" + _LEAD, re.I)
 _SUBJECT_POS_PRONOUN = re.compile(r"(?:^|[,;:—–(]|\s-\s|^\s*(?:[-*•]|\d{1,2}[.)])\s|\b(?:that|meaning|which\s+means)\b|"
@@ -106,11 +106,12 @@ _FORMS = [
     (re.compile(rf"\bthe\s+(?P<fl>former|latter)(?:\s+(?:{_NOUNS}|one))?\b(?!\s+(?:two|three|pair|group|{_NOUNS_PL})\b)",
                 re.I), "fl"),
     (re.compile(r"\b(?:both|each|all)\s+of\s+(?:them|these|those|the\s+two)\b", re.I), "pl"),
-    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6])(?:\s+{_NOUNS_PL})?\b", re.I),
+    (re.compile(rf"\b(?:these|those|the|both)\s+(?P<n>two|three|four|five|six|[2-6](?![.,]\d))(?:\s+{_NOUNS_PL})?\b", re.I),
      "pl"),
     (re.compile(rf"\b(?:these|those|both)\s+{_NOUNS_PL}\b|\bthe\s+(?:pair|former\s+two|latter\s+two)\b", re.I), "pl"),
     (re.compile(rf"\b(?:this|that|the\s+same)\s+(?:{_NOUNS}|one)\b|\bthe\s+{_NOUNS}\b", re.I), "sg"),
-    (re.compile(r"\b(?P<poss>its|their)\s+(?:(?:released|noisy|own|estimated|public|overall|total|relative|displayed)\s+)?"
+    (re.compile(r"\b(?P<poss>its|their)\s+(?:\d+(?:\.\d+)?\s*(?:%|percent)\s+)?(?:(?:released|noisy|own|estimated|public|"
+                r"overall|total|relative|displayed|accuracy|confidence)\s+)?"
                 r"(?:share|shares|support|mass|masses|count|counts|rank|ranks|ranking|position|positions|bin|bins|"
                 r"frequency|prevalence|volume|mentions|interval|intervals|value|values|number|numbers|percentage|"
                 r"proportion|place|spot)\b", re.I), "poss"),
@@ -328,6 +329,10 @@ def _subject_runs(c: Check, ms: list[Mention]) -> list[list[Mention]]:
     return out
 
 
+_BARE_ANSWER = re.compile(r"\s*(?:[-*•>]\s*)*(?:(?:a|answer)\s*[:.]\s*)?(?:yes|no|yep|nope|indeed|correct|right|not\s+quite|"
+                          r"not\s+really|partly|mostly|probably|likely|not\s+with\s+confidence)\s*[.!,;]?\s*", re.I)
+
+
 def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) -> tuple[list[Mention], int]:
     """The antecedent scope: the mentions before the anaphor in its sentence, else (or with `back`) those of the
     previous sentence."""
@@ -343,8 +348,11 @@ def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) ->
         return here, a.sentence
     if a.sentence == 0:
         return [], -1
-    ps, pe = c.sents[a.sentence - 1]
-    return [m for m in mentions if ps <= m.start < pe], a.sentence - 1
+    k = a.sentence - 1
+    while k > 0 and _BARE_ANSWER.fullmatch(c.masked[c.sents[k][0]:c.sents[k][1]]):
+        k -= 1   # "Is A clearly the top theme? Yes. At 578.5 it is far ahead": the answer word names nothing
+    ps, pe = c.sents[k]
+    return [m for m in mentions if ps <= m.start < pe], k
 
 
 def _excluded(c: Check, a: Anaphor, mentions: list[Mention]) -> set[frozenset]:
@@ -379,8 +387,13 @@ def _alternatives(c: Check, a: Anaphor, mentions: list[Mention]) -> list[list[fr
     return found
 
 
+_QUALIFIER = re.compile(r"[\s-]+(?:themes|topics|categories|issues|items|complaint\s+types|complaints|reviews|problems)\b", re.I)
+
+
 def _referents(c: Check, a: Anaphor, scope: list[Mention], k: int) -> list[list[frozenset]] | None:
-    """_alternatives within one scope."""
+    """_alternatives within one scope. A mention that qualifies a plural plan noun names a group, not a theme
+    ("A and B are the two credit reporting themes; the former …": credit reporting is no referent)."""
+    scope = [m for m in scope if not _QUALIFIER.match(c.masked, m.end)] or scope
     themes = _distinct(scope)
     if not themes:
         # only a theme can be compared or ranked; "it" with a number may be the data ("It covers 8,000 reviews")

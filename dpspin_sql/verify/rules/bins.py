@@ -49,7 +49,25 @@ def _claim(c: Check, names: set, s: int, e: int, guess=None) -> None:
                   f'"{men.text}" is in the released "{sorted(bins)[0]}" bin, not "{"/".join(sorted(names))}"')
 
 
+# "A (14.3%) and B (9.3%) are both high-support themes": a list subject and a bin-qualified plan noun as its predicate
+_LIST_SUBJECT = re.compile(r"(?P<subj>§+(?:\s*\([^()\n]*\))?(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*)§+(?:\s*\([^()\n]*\))?)*)"
+                           r"\s+(?:are|were|is|was|remain|rank\s+as|count\s+as|stand\s+as)\s+(?:(?:both|all|also|each|"
+                           r"still|the\s+only|the\s+two|the\s+three)\s+)*(?:an?\s+|the\s+)?(?P<bin>[\w-]+(?:[\s-]+support)?)"
+                           r"[\s-]+(?:bin\s+)?(?:themes?|topics?|ones?|categories|category)\b", re.I)
+
+
+def _list_predicates(c: Check) -> None:
+    for m in _LIST_SUBJECT.finditer(c.masked):
+        names = {b for b, _, rx in BIN_PATTERNS if rx.fullmatch(m.group("bin").split()[0].split("-")[0])}
+        if not names:
+            continue
+        s, e = m.start("bin"), m.end("bin")
+        for men in c.in_range(m.start("subj"), m.end("subj")):
+            judged(c, s, e, "wrong_bin", functools.partial(_claim, c, names, s, e, men))
+
+
 def check(c: Check) -> None:
+    _list_predicates(c)
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         k = c.sentence_of(s)
         cs = c.clause_at(s)[0]

@@ -51,8 +51,9 @@ _SMALL = ("small", "narrow", "slight", "negligible", "tiny", "minor", "little", 
 # "the difference between A and B is too small to matter", "no meaningful difference between"
 _SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|minor|little|insignificant|no\s+(?:real\s+|"
                           r"meaningful\s+|significant\s+|clear\s+|statistically\s+meaningful\s+)?(?=gap|difference)|"
-                          r"not\s+(?:statistically\s+)?(?:meaningful|significant|reliable)|within\s+the\s+(?:public\s+)?"
-                          r"(?:comparison\s+)?margin|(?:below|under|less\s+than)\s+the\s+(?:public\s+)?(?:comparison\s+)?margin|"
+                          r"not\s+(?:statistically\s+)?(?:meaningful|significant|reliable)|within\s+the\s+(?:[\d.,]+\s+)?(?:public\s+)?"
+                          r"(?:comparison\s+)?margin|(?:below|under|less\s+than)\s+the\s+(?:[\d.,]+\s+)?(?:public\s+)?"
+                          r"(?:comparison\s+)?margin|"
                           r"indistinguishable|within\s+(?:the\s+)?noise)\b", re.I)
 
 
@@ -242,7 +243,8 @@ def _bare_comparatives(c: Check, taken: list[tuple[int, int]]) -> None:
 
 
 _QUANTITY = re.compile(r"\s*(?:half|a\s+(?:third|quarter|fifth|tenth)|one\s+in|twice|double|a\s+few|a\s+handful|"
-                       r"a\s+couple|several|many|most|(?:the\s+)?(?:public\s+)?(?:comparison\s+)?margin|(?:the\s+)?noise)\b", re.I)
+                       r"a\s+couple|several|many|most|(?:the\s+|its\s+|their\s+)?(?:[\d.,]+\s+)?(?:public\s+)?(?:comparison\s+)?"
+                       r"(?:margin|threshold|cut-?off|interval|noise|half-width|gap)|(?:the\s+)?noise|[\d.,]+\b)\b", re.I)
 _FUNCTION = {"a", "an", "the", "is", "are", "was", "were", "be", "been", "it", "they", "them", "this", "that", "these",
              "those", "there", "here", "of", "in", "on", "at", "by", "for", "to", "and", "or", "as", "so", "does", "do",
              "did", "has", "have", "had", "theme", "themes", "topic", "topics", "mention", "mentions", "one", "ones"}
@@ -252,6 +254,10 @@ def _other_side(c: Check, s: int, e: int, right_missing: bool) -> bool:
     """Does the side with no theme name something (a word no earlier rule has judged), so
     the comparison is with a thing the plan does not release? "More than half of …" is a
     quantity, and "than last year" has been judged as a trend already."""
+    k = c.sentence_of(s)
+    if c.masked[c.sents[k][0]:c.sents[k][1]].rstrip().endswith("?") and re.match(
+            r"\s*(?:[-*•>]\s*)*(?:how|what|which|who|where|why|when)\b", c.masked[c.sents[k][0]:c.sents[k][1]], re.I):
+        return False   # "How far behind is good service?": a question asks, it compares nothing
     if right_missing and not c.masked[s:e].lower().rstrip().endswith("than"):
         return False   # "A is close behind", "A trails": its partner may be in another sentence
     cs, ce = c.clause_at(s)
@@ -267,7 +273,8 @@ def _other_side(c: Check, s: int, e: int, right_missing: bool) -> bool:
     return False
 
 
-_REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|others)\b", re.I)
+_REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|others)\b"
+                   r"|\s*(?:anything|everything|any\s+theme|every\s+theme|all\s+themes)\s+(?:else|other)?", re.I)
 
 
 def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], right: list[Mention]) -> None:

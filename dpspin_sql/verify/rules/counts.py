@@ -36,7 +36,8 @@ _PARTITIVE_M = re.compile(r"\b(?:of|out\s+of)\s+(?:the\s+|these\s+|those\s+|its\
 _RANKED_OF = re.compile(rf"\b(?:{'|'.join(ORDINALS)}|\d+(?:st|nd|rd|th)|most\s+{RANK_ADJ}|least\s+{RANK_ADJ}|largest|"
                         rf"biggest|highest|smallest|lowest|rarest|last)\s+(?:one\s+)?(?:out\s+)?of\s+$", re.I)
 # after an elliptical count ("all three fall …", "these three form …"): no record noun or unit
-_ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
+_ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:[\w-]+\s+){{0,2}}?(?:{RECORD_NOUNS}|{PEOPLE_NOUNS})\b)"
+                       rf"(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
                        rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?|"
                        rf"(?:comparison\s+)?margin|threshold|noise|epsilon|budget|scale)\b)[a-z]", re.I)
 _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whilst))\s*$", re.I)
@@ -106,8 +107,13 @@ def _value(num: Num) -> int | None:
 
 
 def _mods_ok(mods: str) -> bool:
-    """Modifier words of a counted noun; a theme mention among them names a category ("three credit reporting themes")."""
-    return not any(_NOT_MOD.match(w) for w in mods.split() if not w.startswith("§")) and "¤" not in mods
+    """Modifier words of a counted noun; a theme mention among them names a category ("three credit reporting themes").
+    A record noun right before the plan noun is a compound ("ten complaint themes", "the review themes")."""
+    words = mods.split()
+    if words and re.fullmatch(r"(?:complaint|review|record|customer|consumer|diner|product|restaurant|beauty)s?", words[-1],
+                              re.I):
+        words = words[:-1]
+    return not any(_NOT_MOD.match(w) for w in words if not w.startswith("§")) and "¤" not in mods
 
 
 def _category(c: Check, ct: _Count) -> list[frozenset] | None:
@@ -224,6 +230,9 @@ def _recognise(c: Check) -> list[_Count]:
         before, after = txt[c.sents[k][0]:num.start], txt[num.end:se]
         after = re.sub(r"^\s+or\s+(?:more|fewer|less)\b", lambda m: " " * len(m.group()), after, flags=re.I)  # "four or more themes"
         ct = None
+        if num.text.lower() == "one" and re.match(r"\s+(?:between|that|which|who|whose|with|for|of|in|on|at|from|"
+                                                r"where|to|among|above|below|after|before)\b", after, re.I):
+            continue  # "the one between A and B": a pronoun, not a count
         if _QUANT_OF.search(before):
             continue  # "half of the ten themes": read by _quantifiers
         if (m := _NOUN_AFTER.match(after)) and _mods_ok(m.group("mods")):
@@ -453,7 +462,8 @@ def _judge(c: Check, ct: _Count) -> None:
     if pred and listed and listed[2]:
         _check_members(c, listed[2], pred)
     cs, ce = span_of(c.clauses_of(k), ct.start, c.sents[k])
-    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or _TOTAL_MARK.search(ct.mods)
+    # in "N of the M released themes" the marker qualifies M (the group), not N's predicate
+    total = bool(_TOTAL_SUBJECT.search(txt[cs:ct.start]) or (_TOTAL_MARK.search(ct.mods) and ct.of_m is None)
                  or _TOTAL_AFTER.match(txt[ct.end:]) or _admitted_predicate(c, ct.end, ce))
     if pred and pred[3] and listed and listed[1] and not total and group_members is None:
         # "two themes of moderate support, A and B, follow": the enumeration restricts the count
@@ -730,7 +740,7 @@ def _rank_group_lists(c: Check) -> None:
 _VAGUE_Q = (r"(?P<q>no|none\s+of\s+the|not\s+a\s+single|not\s+one|several|many|multiple|numerous|a\s+few|"
             r"a\s+handful\s+of|a\s+couple\s+of|various)")
 _VAGUE = re.compile(
-    rf"\b{_VAGUE_Q}\s+(?P<other>other\s+|more\s+|further\s+)?(?:(?P<b1>high|moderate|low)[\s-]+support\s+(?:{PLAN_NOUNS})"
+    rf"(?<!how\s)\b{_VAGUE_Q}\s+(?P<other>other\s+|more\s+|further\s+)?(?:(?P<b1>high|moderate|low)[\s-]+support\s+(?:{PLAN_NOUNS})"
     rf"|(?:{PLAN_NOUNS})\s+(?:\w+\s+)?(?:have|has|had|show|shows|carry|carries|get|gets|reach|reaches|are\s+in|is\s+in|"
     rf"fall\s+in(?:to)?|falls\s+in(?:to)?|sit\s+in|sits\s+in|land\s+in|lands\s+in)\s+(?:the\s+)?(?:a\s+)?"
     rf"(?P<b2>high|moderate|low)\b)", re.I)

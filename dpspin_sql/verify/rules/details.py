@@ -72,7 +72,8 @@ def check(c: Check) -> None:
     taken = spans + [(v.start, v.end) for v in c.out if v.code == "unadmitted_atom"]
     for m in re.finditer(r"\b[A-Z][A-Za-z'-]*[a-zA-Z](?:[ \t]+[A-Z][A-Za-z'-]*[a-zA-Z])*", text):
         words = [(w.start() + m.start(), w.end() + m.start(), w.group()) for w in re.finditer(r"\S+", m.group())]
-        words = [w for w in words if not inside(w[0], w[1]) and not any(a <= w[0] < b for a, b in taken)]
+        words = [w for w in words if not inside(w[0], w[1]) and not any(a <= w[0] < b for a, b in taken)
+                 and not c.is_consumed(w[0], w[1])]   # a table's header row is layout (rules/tables.py)
         flagged = [(s, e, w) for s, e, w in words if not (s == m.start() and sentence_start(text, s))
                    and not set(word_tokens(w)) <= allowed and w.lower() not in allowed]
         if flagged:

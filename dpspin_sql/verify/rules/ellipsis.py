@@ -32,8 +32,10 @@ def _mention_at(c: Check, pos: int):
 
 
 def _report(c: Check, claim: str, s: int, e: int, what: str) -> None:
-    """Verify the carried claim as a sentence of its own; report each code it breaks at s..e."""
+    """Verify the carried claim as a sentence of its own; report each code it breaks at s..e. The antecedent's
+    parenthesised values are its own themes' ("A (4.8%) and B (4.4%) are similar, and so are C and D")."""
     assert c.reverify is not None
+    claim = re.sub(r"\s*\([^()\n]*\d[^()\n]*\)", "", claim)
     verdict = c.reverify(claim.strip(" ,;"))
     for code in sorted({v.code for v in verdict.violations}):
         why = next(v.message for v in verdict.violations if v.code == code)
@@ -79,5 +81,21 @@ def check(c: Check) -> None:
             continue
         label = c.lex.label_of[min(carried.atoms)]
         claim = c.text[lo:subject.start] + label + c.text[subject.end:hi]
+        pair = re.match(r"(?:\s*\([^()\n]*\))?\s*(?:,\s*)?(?:and|&)\s+(§+)", c.masked[m.end(g):])
+        second = _mention_at(c, m.end(g) + pair.start(1)) if pair else None
+        before = [x for x in c.mentions if lo <= x.start < hi and x.start != ms]
+        if second is not None and len({x.atoms for x in before}) >= 2:
+            # "A and B are similar, and so are C and D": the relation of the last pair named carried to the new
+            # pair, both replaced, read from the clause the pair stands in
+            other = before[-1]
+            first = next(x for x in reversed(before) if x.atoms != other.atoms)
+            lo = max(lo, c.clause_at(first.start)[0])
+            label2 = c.lex.label_of[min(second.atoms)]
+            spans = sorted([(first, label), (other, label2)], key=lambda t: t[0].start)
+            claim, pos = "", lo
+            for men, lab in spans:
+                claim += c.text[pos:men.start] + lab
+                pos = men.end
+            claim += c.text[pos:hi]
         _report(c, claim, m.start(), m.end(), f'the claim carried to "{carried.text}" does not hold')
         c.consume(m.start(), m.end())

@@ -25,6 +25,11 @@ _CONF_AFTER = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:confidence|ci\b|int
 _BETWEEN = re.compile(r"\b(between|from)\s+$", re.I)
 
 
+_CERTAIN = re.compile(r"\b(?:certain(?:ly|ty)?|sure|guarantee[sd]?|guaranteed|definitely|definite|undoubtedly|"
+                      r"without\s+(?:a\s+)?doubt|for\s+a\s+fact|100\s*%\s+(?:confident|certain|sure)|exactly|precisely|"
+                      r"always|surely|no\s+doubt)\b", re.I)
+
+
 def _nums_in(c: Check, s: int, e: int) -> list[Num]:
     out = []
     for n in numbers(c.masked[s:e]):
@@ -86,9 +91,10 @@ def _find(c: Check) -> list[_Statement]:
             lead = _BETWEEN.search(txt, ss, a.start)
             if lead and re.fullmatch(r"\s+and\s+" if lead.group(1).lower() == "between" else r"\s+to\s+", gap, re.I):
                 joined = lead.start()
-            elif re.fullmatch(r"\s*[–-]\s*|\s+to\s+", gap) and a.kind == b.kind == "digits" and not a.hedge:
+            elif re.fullmatch(r"\s*[–-]\s*|\s+to\s+", gap) and a.kind == b.kind == "digits" and not b.hedge:
                 cs, ce = next(((x, y) for x, y in c.clauses_of(c.sentence_of(a.start)) if x <= a.start < y), (ss, se))
-                if gap.strip() in ("–", "-") or _RANGE_CUE.search(txt[cs:ce]):
+                cued = bool(_RANGE_CUE.search(c.text[cs:ce]))
+                if (gap.strip() in ("–", "-") and not a.hedge) or cued:   # "(roughly 402 to 442)" after "interval"
                     joined = a.start
             elif re.fullmatch(r",\s*", gap) and txt[a.start - 1:a.start] == "[" and txt[b.end:b.end + 1] == "]":
                 joined = a.start - 1
@@ -115,6 +121,9 @@ def _judge(c: Check, st: _Statement) -> str | None:
         hw = half_width(c.plan)
         if not st.pct and hw is not None:
             hs.append(hw)
+        d = c.plan.get("public_denominator")
+        if st.pct and hw is not None and isinstance(d, (int, float)) and d > 0:
+            hs.append(100.0 * hw / float(d))   # the plan's half-width as a share, in points
         return None if any(_fits(st.h, v, True) for v in hs) else "the stated half-width is not the released one"
     if not atoms:
         return "it is not attached to a theme"
@@ -144,5 +153,9 @@ def check(c: Check) -> None:
             continue
         c.consume(st.s, st.e)
         why = _judge(c, st)
+        ss, se = c.sents[c.sentence_of(st.s)]
+        if why is None and _CERTAIN.search(c.text[ss:se]) and not re.search(r"\b(?:not|never|no|cannot|can't|n't)\s+"
+                                                                              r"(?:\w+\s+){0,2}?(?:certain|sure)", c.text[ss:se], re.I):
+            why = "an accuracy interval holds with its stated confidence, never with certainty"
         if why:
             c.add("unsupported_interval", st.s, st.e, f'"{c.text[st.s:st.e]}" is not supported: {why}')

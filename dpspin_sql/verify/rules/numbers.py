@@ -9,6 +9,7 @@ character distance: a longer sentence about the margin is as valid as a short on
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -17,7 +18,7 @@ from ..lexicon import Mention
 from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
 from ..plan import mass
 from ..text import is_enumerator, span_of
-from ..vocab import PLAN_NOUNS
+from ..vocab import BIN_PATTERNS, PLAN_NOUNS
 
 # field → cue words (whole words, case-insensitive); docs/VERIFIER.md *Plan metadata*
 CUES = {
@@ -35,6 +36,8 @@ CUES = {
                            r"uncertainty|accura(?:cy|te)|precision|within",
     "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
 }
+# public parameters and counts that are exact in the plan: stated, they must be the plan's value, not a rounding of it
+EXACT_FIELDS = frozenset({"public_denominator", "K", "L", "m", "epsilon", "delta", "B"})
 _CUE_RX = {k: re.compile(r"(?<![\w])(?:" + v + r")(?![\w])", re.I) for k, v in CUES.items()}
 
 
@@ -64,10 +67,14 @@ def cue_scope(c: Check, s: int) -> tuple[int, int]:
 
 
 def _matches(key: str, num: Num, v: float) -> bool:
-    """The rounding rule; a confidence level is a label (95%), stated exactly."""
+    """The rounding rule; a confidence level is a label (95%), stated exactly. A hedge on a
+    metadata value states the rule, not the value ("differ by less than 14.9"): the value is
+    read at its written precision."""
     if key == "interval_confidence":
         return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
-    return number_matches(num, v)
+    if key in EXACT_FIELDS:   # a public count or parameter is stated as it is ("3,000" is not a denominator of 3,400)
+        return num.kind in ("digits", "words") and abs(num.value - v) <= 1e-9 * max(1.0, abs(v))
+    return number_matches(num, v) or number_matches(dataclasses.replace(num, hedge=""), v)
 
 
 def is_metadata(c: Check, num: Num) -> bool:
@@ -97,6 +104,8 @@ def atom_values(c: Check, att: list[Mention], num: Num) -> list[float]:
     return vals
 
 
+_OWN_VALUE = re.compile(r"\s*\(\s*(?:about|around|roughly|~|≈)?\s*[\d.,]+\s*%|\s+at\s+(?:about\s+|around\s+)?[\d.,]+\s*%",
+                        re.I)
 _DISTRIBUTIVE = re.compile(r"\b(?:each|both|apiece|every\s+one|all\s+(?:of\s+them|five|four|three|two))\b", re.I)
 
 
@@ -104,14 +113,21 @@ def _distributed(c: Check, num: Num) -> list[Mention] | None:
     """'A, B and C each appear in under 3%': the value is stated for every theme of the group."""
     k = c.sentence_of(num.start)
     cs, ce = span_of(c.clauses_of(k), num.start, c.sents[k])
-    if not _DISTRIBUTIVE.search(c.masked[cs:ce]):
+    # a parenthesis the number is not in speaks for itself ("…, C about 32 (each ±2.8 at 95% confidence)")
+    own = "".join(ch if not ("(" in c.masked[cs:i + 1] and _paren_depth(c.masked, cs, i) and not
+                             _paren_depth(c.masked, cs, num.start)) else " " for i, ch in enumerate(c.masked[cs:ce], cs))
+    if not _DISTRIBUTIVE.search(own):
         return None
     if num.start in c.respective() or c._paren_owner(c.sents[k][0], num.start, num.end) is not None:
         return None  # "both dry skin (12.2%) and long lasting (9.6%)": each value has its own theme
     if k in c.groups and len(c.groups[k]) > 1:
         return [Mention(num.start, num.end, g, "") for g in c.groups[k]]
     named: list[Mention] = []
-    for m in c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else []):
+    here = c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else [])
+    # a theme with a value of its own ("Sensitive skin (7.04%) and skin care (4.41%) are moderate, and four more
+    # themes (A, B, C, D) each …") is not in the group the distributive value is stated for
+    here = [m for m in here if not _OWN_VALUE.match(c.masked, m.end)] or here
+    for m in here:
         if all(m.atoms != x.atoms for x in named):
             named.append(m)
     return named if len(named) > 1 else None
@@ -137,8 +153,15 @@ def check(c: Check) -> None:
             continue  # judged by another rule; ordinals are rank words; "1." starts a list item
         group = _distributed(c, num)
         if group:
-            if not _group_fits(c, group, num):
+            if not _group_fits(c, group, num) and not is_metadata(c, num):
                 c.add("unsupported_number", s, e, f'"{num.text}" is not a released value of every theme it is stated for')
+            continue
+        if _gap_value(c, num):
+            continue
+        answered = _answered_count(c, num)
+        if answered is not None:
+            if not answered:
+                c.add("unsupported_number", s, e, f'"{num.text}" does not answer the question\'s count of the plan\'s themes')
             continue
         att = c.attach(s, e)
         each = [[m] for m in att] if c.plural(att) else [att]  # a plural anaphor states the value for each theme
@@ -146,3 +169,65 @@ def check(c: Check) -> None:
             continue
         who = f' for "{att[0].text}"' if att else ""
         c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')
+
+
+_GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of)\b",
+                  re.I)
+
+
+def _gap_value(c: Check, num: Num) -> bool:
+    """'The gap between them is about 3.5', 'A leads B by about 3.5': a number in a clause about a gap is the
+    released difference of two themes in scope (the sentence's, else the previous sentence's): masses, or
+    supports in points for a percentage."""
+    cs, ce = c.clause_at(num.start)
+    if not _GAP.search(c.masked[cs:num.start]) and not _GAP.search(c.masked[num.end:ce]):
+        return False
+    k = c.sentence_of(num.start)
+    scope = c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else [])
+    atoms = sorted({x for m in scope for x in m.atoms})
+    for i, a in enumerate(atoms):
+        for b in atoms[i + 1:]:
+            x, y = c.atom(a), c.atom(b)
+            if num.pct:
+                if x.get("support") is None or y.get("support") is None:
+                    continue
+                d = 100.0 * abs(float(x["support"]) - float(y["support"]))
+            else:
+                d = abs(mass(x) - mass(y))
+            if number_matches(num, d) or number_matches(dataclasses.replace(num, hedge=""), d):
+                return True
+    return False
+
+
+def _paren_depth(txt: str, lo: int, pos: int) -> int:
+    """How many parentheses opened after lo are still open at pos."""
+    d = 0
+    for ch in txt[lo:pos]:
+        d = d + 1 if ch == "(" else max(0, d - 1) if ch == ")" else d
+    return d
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\s+(?:[\w-]+\s+){0,3}?(?:themes?|topics?|categories|issues?|bins?)\b", re.I)
+_ADMITTED = re.compile(r"\b(?:released|admitted|listed|published|selected|in\s+(?:the|this)\s+(?:plan|release))\b", re.I)
+
+
+def _answered_count(c: Check, num: Num) -> bool | None:
+    """A short answer to "How many themes …?" ("A: Seven.") is a count of the plan's themes: with a bin word in the
+    question it is that bin's size, with admission (released, listed, in the plan) the plan size, else 1..P.
+    None when the number answers no such question."""
+    k = c.sentence_of(num.start)
+    if k == 0 or num.pct:
+        return None
+    qs, qe = c.sents[k - 1]
+    q = c.masked[qs:qe]
+    if not q.rstrip().endswith("?") or not _HOW_MANY.search(q):
+        return None
+    if len(re.findall(r"[A-Za-z§]+", c.masked[c.sents[k][0]:num.start])) > 3:
+        return None   # not the answer's opening number
+    n = num.value
+    bins = [b for b, _, rx in BIN_PATTERNS if rx.search(q)]
+    if bins:
+        return n == sum(str(a.get("bin", "")).lower() in bins for a in c.plan["atoms"])
+    if _ADMITTED.search(q) or re.search(r"\bbins?\b", q, re.I):
+        return n == c.n or (bool(re.search(r"\bbins?\b", q, re.I)) and n == len({a.get("bin") for a in c.plan["atoms"]}))
+    return 1 <= n <= c.n

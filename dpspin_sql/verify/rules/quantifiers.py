@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..context import Check
+from ..phrases import word_class
 from ..text import clauses, span_of
 from ..vocab import METHOD, is_bound_statement
 
@@ -33,6 +34,8 @@ _NEED = {"most": 0.5, "more than half": 0.5, "over half": 0.5, "vast majority": 
 def check(c: Check) -> None:
     masked = c.masked
     for m in QUANT.finditer(masked):
+        if m.group("q") and _not_a_noun_phrase(masked, m):
+            continue   # "no ordering among them", "each adjacent pair among them": the quantifier is not over records
         q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
         s, e = span_of(c.sents, m.start(), (0, len(masked)))
         if METHOD.search(c.text[s:e]) or is_bound_statement(masked[s:e]):
@@ -48,3 +51,11 @@ def check(c: Check) -> None:
                "support value of the theme it is about backs")
         c.add("unsupported_number", m.start(), m.end(), f'"{m.group(0)}" is {why}')
         c.consume(m.start(), m.end())
+
+
+def _not_a_noun_phrase(masked: str, m: re.Match) -> bool:
+    """Do words other than adjectives and nouns stand between the quantifier and the population noun?"""
+    inner = masked[m.end("q"):m.end()]
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", inner)[:-1]
+    return any(word_class(w) in ("F", "V", "R") and w.lower() not in ("of", "the", "these", "those", "our", "their")
+               for w in words)

@@ -179,6 +179,17 @@ def _claim(c: Check, kind: str, m: re.Match, s: int, e: int) -> None:
     cs = c.clause_at(s)[0]
     att = c.attach(s, e)
     answered = _answered(c, k)
+    distinct = {m.atoms for m in answered}
+    if len(distinct) > 1 and want in (1, c.max_rank) and kind in ("r1", "r1v", "rlast", "rlastv") and \
+            re.search(r"\b(?:themes|topics|ones|are|were)\b", c.masked[c.sents[k][0]:c.sents[k][1]], re.I):
+        n = len(distinct)   # "Which themes are least common? A, B and C.": each among the last (first) three
+        for men in answered:
+            ranks = _ranks(c, men)
+            ok = any(r <= n for r in ranks) if want == 1 else any(r > c.max_rank - n for r in ranks)
+            if not ok:
+                c.add("wrong_rank", s, e, f'"{men.text}" has released rank {ranks[0]}, not among the '
+                      f'{"first" if want == 1 else "last"} {n}')
+        return
     if answered:
         att = answered[:1]
     elif not c.in_range(*c.sents[k]):
