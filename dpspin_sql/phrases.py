@@ -23,14 +23,12 @@ import yaml
 from dpspin_sql import queries
 from dpspin_sql.atoms import Atom, aux_count, check_m
 from dpspin_sql.errors import BadInput
+from dpspin_sql.mentions import PhraseMatcher, phrase_forms, sentences
 from dpspin_sql.scorers import STOP_WORDS
 
 PROFILE_LISTS = ("stop_words", "keep_words", "keep_phrases", "generic_words", "weak_words", "sentiment_words",
                  "generic_phrases", "off_domain_words", "ill_formed_words")
 PROFILE_MAPS = ("word_map", "phrase_map", "merge")
-_TAG = re.compile(r"<[^>]*>|&[a-z]+;|https?://\S+")
-_BREAK = re.compile(r"[.!?;:,()\[\]{}\"/\n\r\t*~|]+|\s-+\s|\.\.+")
-_WORD = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
 _VOWEL = re.compile(r"[aeiouy]")
 
 
@@ -150,20 +148,6 @@ def _norm(value) -> str:
 
 
 # -- tokens and candidate bigrams --------------------------------------------------------
-
-def sentences(text: str) -> list[list[str | None]]:
-    """Lowercased word sequences per sentence; None marks a token that breaks adjacency."""
-    text = _TAG.sub(" . ", (text or "").lower()).replace("’", "'").replace("'", "")
-    out = []
-    for part in _BREAK.split(text):
-        words = []
-        for tok in part.split():
-            tok = tok.strip("-_'`&+#@$%=<>")
-            words.append(tok if _WORD.match(tok) else None)
-        if words:
-            out.append(words)
-    return out
-
 
 def raw_bigrams(text: str, profile: Profile) -> set[tuple[str, str]]:
     """Adjacent content-word pairs within a sentence (stop words break adjacency)."""
@@ -483,11 +467,21 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
 
 
 def atom_documents(texts: list[str], manifest: dict) -> list[set[int]]:
-    """For each text, the phrase atoms (ids) whose recorded variants it contains.
+    """For each text, the phrase atoms (ids) it mentions: a recorded variant or the label,
+    or one of them with its head word in the other number (dpspin_sql.mentions).
 
-    Used to fit per-atom auxiliary centroids; reads the rules from the manifest so it
-    matches exactly what the builder counted.
+    Used to fit per-atom auxiliary centroids and as the fidelity labels of a phrase
+    dictionary; reads the variants from the manifest, so it matches what the builder counted.
     """
-    prof = _resolve({k: v for k, v in manifest["rules"].items() if k not in ("source",)}, manifest.get("profile_source", ""))
-    lookup = {tuple(v.split()): e["atom_id"] for e in manifest["atoms"] for v in e.get("variants", [])}
-    return [{lookup[p] for p in raw_bigrams(t, prof) if p in lookup} for t in texts]
+    matcher = mention_matcher(manifest)
+    ids = [int(e["atom_id"]) for e in manifest["atoms"]]
+    return [{ids[j] for j in matcher.atoms_of(t or "")} for t in texts]
+
+
+def atom_forms(manifest: dict) -> list[list[str]]:
+    """Each phrase atom's forms, in manifest order (label, variants, head inflections)."""
+    return [phrase_forms(e["label"], e.get("variants") or []) for e in manifest["atoms"]]
+
+
+def mention_matcher(manifest: dict) -> PhraseMatcher:
+    return PhraseMatcher(atom_forms(manifest))
