@@ -68,6 +68,7 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
     dictionary_id = current_dictionary_id(con) or dictionary_hash(atoms)
     eps, delta = mechanism.cost
     ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
+    assignment = assignment_info(con, engine.details())   # public: what a mass measures (aux-only facts)
     sketch = engine.sketch(con, request.bounds)
     _check_sketch(sketch, request, atoms)
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this
@@ -77,11 +78,19 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
                             measurements=mechanism.audit_records(),
                             plan_path=str(out) if out is not None else None, dataset=dataset)
     plan = make_plan(mechanism.apply(sketch.mass, observe), mechanism, atoms, dictionary_id,
-                     charged.release_id, charged.row_hash)
+                     charged.release_id, charged.row_hash, assignment=assignment)
     if out is not None:
         write_text_atomic(dictionary_sidecar(out), dictionary_body(atoms, dictionary_id))
         plan.write(out)
     return plan
+
+
+def assignment_info(con: duckdb.DuckDBPyConnection, details: dict) -> dict:
+    """What the release's masses measure (`assign.assignment_info`); read before the charge,
+    so the plan that follows it cannot fail on it."""
+    from dpspin_sql.assign import assignment_info as info
+
+    return info(con, details)
 
 
 def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) -> None:

@@ -271,48 +271,58 @@ def below_minimum(fid: dict | None) -> list[str]:
 def describe(scorer: scorers.Scorer, manifest: dict) -> dict:
     """The unit of a mass under this scorer and dictionary, in words (public).
 
-    `mass_unit`: one unit of an atom's mass; `measure`: a template with `{label}` for one
-    atom's line ('records that mention "{label}"' only where the mass is mention-based)."""
+    `mass_unit`: one unit of an atom's mass, a noun phrase without numbers (the template
+    decoder states it and the verifier reads it); `measure`: a template with `{label}` for
+    one atom's line ('records that mention "{label}"' only where the mass is mention-based);
+    `split`: how a record's unit is shared among its atoms."""
     definition = definition_of([], manifest)
-    split = "1/k to each of its k ≤ K themes" if scorer.renormalise else "1/K to each of its themes (at most K)"
+    split = ("a record gives 1/k of its unit to each of the k ≤ K atoms it expresses" if scorer.renormalise
+             else "a record gives 1/K of its unit to each atom it expresses (at most K)")
     calibration = scorer.calibration or {}
+    mention = scorer.calibrated and mention_based(scorer.kind, definition.kind)
     if not scorer.calibrated:
-        unit = (f"weight of records assigned to the theme by the {scorer.kind} scorer's uncalibrated top-K rule: "
-                "every record spends its unit over its K best-scoring themes, whether or not it expresses them")
+        unit = (f"weight of records assigned to the theme by the {scorer.kind} scorer's uncalibrated top-K rule, "
+                "a record spending its unit on its best-scoring themes whether or not it expresses them")
         measure = f'weight of records assigned to "{{label}}" by the {scorer.kind} scorer (uncalibrated)'
-    elif mention_based(scorer.kind, definition.kind):
-        what = "mention the theme" if definition.kind == "mention" else "contain every word of the theme's label"
-        unit = f"records that {what}; a record gives {split} and nothing when it mentions none"
+        split = "a record spreads its unit over its K best-scoring atoms, whatever their scores"
+    elif mention and definition.kind == "mention":
+        unit = "records that mention the theme, a record that mentions several themes splitting its unit among them"
+        measure = 'records that mention "{label}"'
+    elif mention:
+        unit = ("records that contain every word of the theme's label, a record that contains several themes "
+                "splitting its unit among them")
         measure = 'records that mention "{label}"'
     else:
-        unit = (f"weight of records assigned to the theme by the {scorer.kind} scorer, calibrated on the "
-                f"auxiliary split: a record gives {split} it scores above their thresholds, and nothing "
-                "when it reaches none")
+        unit = (f"weight of records assigned to the theme by the {scorer.kind} scorer, calibrated on public "
+                "records: a record gives mass only to themes it scores above their thresholds, splitting its "
+                "unit among them")
         measure = f'weight of records assigned to "{{label}}" by the {scorer.kind} scorer'
-    return {"scorer": scorer.kind, "calibrated": scorer.calibrated, "mention_based":
-            scorer.calibrated and mention_based(scorer.kind, definition.kind),
+    return {"scorer": scorer.kind, "calibrated": scorer.calibrated, "mention_based": mention,
             "definition": calibration.get("definition_text", definition.text), "mass_unit": unit,
-            "measure": measure, "fidelity": calibration.get("fidelity"),
+            "split": split, "measure": measure, "fidelity": calibration.get("fidelity"),
             "fidelity_minimum": dict(FIDELITY_MIN)}
 
 
 def describe_loaded(source: str) -> dict:
     """The unit of masses from assignments the user brought (their classifier's meaning)."""
     return {"scorer": "loaded", "calibrated": False, "mention_based": False, "definition": None,
-            "mass_unit": f"weight of the {source}: what one unit means is the classifier's that wrote them",
+            "mass_unit": f"weight of the {source}, in the unit of the classifier that wrote them",
+            "split": "as the loaded rows give it (the sketch clips each record to one unit)",
             "measure": 'weight of records assigned to "{label}" by the loaded assignments',
             "fidelity": None, "fidelity_minimum": dict(FIDELITY_MIN)}
 
 
 def release_warning(info: dict) -> str | None:
-    """One line when the assignment's fidelity is below the documented minimum (or unknown)."""
+    """One line when the assignment map's fidelity is below the documented minimum, or when
+    it is the uncalibrated rule (not measured). Loaded assignments are the user's
+    classifier's: the plan states their unit and nothing here can measure them."""
+    if not info or info.get("scorer") in (None, "loaded"):
+        return None
     missed = below_minimum(info.get("fidelity"))
     if not missed:
         return None
     if not info.get("fidelity"):
-        why = ("the assignments are uncalibrated" if info.get("scorer") != "loaded"
-               else "the assignments were loaded, not fitted here")
-        return (f"warning: the assignment map's fidelity is not measured ({why}); masses are "
-                f"{info.get('mass_unit', '')[:60].rstrip()}…, not necessarily records that express each theme")
+        return (f"warning: the {info.get('scorer')} assignment map is uncalibrated, its fidelity not measured: "
+                "a mass need not count records that express its theme (dpspin assign calibrates by default)")
     return (f"warning: the {info.get('scorer')} assignment map is below the documented fidelity on held-out "
             f"auxiliary records ({'; '.join(missed)}): some masses include records that do not express their theme")
