@@ -41,6 +41,20 @@ def sentences(text: str) -> list[list[str | None]]:
     return out
 
 
+def cased_sentences(text: str) -> list[list[str | None]]:
+    """`sentences` with each word as written (its case kept): the same cuts and tokens."""
+    text = _TAG.sub(" . ", text or "").replace("’", "'").replace("'", "")
+    out = []
+    for part in _BREAK.split(text):
+        words = []
+        for tok in part.split():
+            tok = tok.strip("-_'`&+#@$%=<>")
+            words.append(tok if _WORD.match(tok.lower()) else None)
+        if words:
+            out.append(words)
+    return out
+
+
 def inflections(word: str) -> list[str]:
     """The word and its other grammatical number, by the regular English rules (no
     dictionary): potato ↔ potatoes, fry ↔ fries, roll ↔ rolls, glass ↔ glasses. A rule
