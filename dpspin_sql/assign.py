@@ -126,9 +126,6 @@ def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "auto", *, renormal
         full = fit_on(texts, metadata)
         if not calibrate:
             return _release_encoder(full, given if scorer.startswith("embedding") else None)
-    if not texts:
-        raise BadInput("the scorer is calibrated on the auxiliary split, which is empty: run dpspin split first, "
-                       "or load public records with --split aux (or pass --no-calibrate)")
     from dpspin_sql import relevance
 
     relevance.calibrate(full, fit_on, texts, metadata, ids, atoms, manifest, K=K)
@@ -289,7 +286,8 @@ def _stage(con, batch: BatchVectors) -> None:
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     """Curator-side check of the current assignments against a metadata dictionary's truth.
 
-    top-1 accuracy among target records whose true combination is an atom, and the
+    top-1 accuracy among target records whose true combination is an atom (abstaining
+    counts as a miss; `top1_accuracy_assigned`: among those that gave mass), and the
     overlap between the target split's true top-L combinations and the non-private
     sketch's top-L atoms. Never released; for choosing a scorer.
     """
@@ -302,7 +300,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
         raise BadInput("--evaluate needs a metadata dictionary (dpspin atoms build --builder metadata)")
     keys = {e["atom_id"]: _skey(e["values"]) for e in manifest.get("atoms", [])}
     with store.staged(con, "eval_atom_keys", {"atom_id": (list(keys), "int32"), "skey": (list(keys.values()), object)}):
-        n_target, n_true_atom, n_correct, n_assigned = con.execute(
+        n_target, n_true_atom, n_correct, n_assigned, n_true_assigned = con.execute(
             queries.load("assign_eval_top1"), {"fields": fields}).fetchall()[0]
     true_top = [r[0] for r in con.execute(queries.load("assign_eval_true_top"), {"fields": fields, "L": int(L)}).fetchall()]
     sk = compute_sketch(con, unit="record", K=K)
@@ -312,7 +310,8 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     return {"scorer": load_scorer(con).kind, "K": K, "L": L, "n_target": int(n_target),
             "n_true_in_dictionary": int(n_true_atom), "n_top1_correct": int(n_correct),
             "top1_accuracy": round(n_correct / n_true_atom, 4) if n_true_atom else None,
-            "n_assigned": int(n_assigned), "overlap_at_L": overlap,
+            "top1_accuracy_assigned": round(n_correct / n_true_assigned, 4) if n_true_assigned else None,
+            "n_true_assigned": int(n_true_assigned), "n_assigned": int(n_assigned), "overlap_at_L": overlap,
             "overlap_fraction": round(overlap / max(len(true_top), 1), 4),
             "true_top_in_dictionary": sum(1 for k in true_top if k in set(keys.values()))}
 

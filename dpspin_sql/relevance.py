@@ -60,6 +60,11 @@ class Definition:
     atoms: tuple[Atom, ...]
     manifest: dict
 
+    @property
+    def exclusive(self) -> bool:
+        """Categories exclude each other: a record expresses one atom at most."""
+        return self.kind == "category"
+
     def labels(self, texts: list[str], metadata: list | None = None) -> np.ndarray:
         """(n × m) booleans: record i expresses atom j (atoms in dictionary order)."""
         m, n = len(self.atoms), len(texts)
@@ -125,10 +130,15 @@ def best_cut(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(s[last[best]]), float(f1[best])
 
 
-def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES) -> np.ndarray:
-    """Per-atom thresholds on scores S (n × m) against labels Y (see the module doc)."""
-    S = S.toarray() if sparse.issparse(S) else np.asarray(S, dtype=np.float64)
+def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusive: bool = False) -> np.ndarray:
+    """Per-atom thresholds on scores S (n × m) against labels Y (see the module doc).
+
+    `exclusive`: a record can only express its best-scoring atom, so each atom's cut is
+    fitted on the records it is the best of (its other scores never assign it)."""
+    S = S.toarray() if sparse.issparse(S) else np.array(S, dtype=np.float64)
     Y = np.asarray(Y, dtype=bool)
+    if exclusive and S.size:
+        S = _best_only(S)
     m = S.shape[1]
     tau = np.full(m, np.inf)
     enough = Y.sum(axis=0) >= min_positives
@@ -141,12 +151,22 @@ def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES) -> np.n
     return tau
 
 
+def _best_only(S: np.ndarray) -> np.ndarray:
+    """Each row's highest score (the lower column on a tie), every other entry 0."""
+    S = np.nan_to_num(np.asarray(S, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    out = np.zeros_like(S)
+    j = S.argmax(axis=1)
+    rows = np.arange(S.shape[0])
+    out[rows, j] = S[rows, j]
+    return out
+
+
 # -- fidelity --------------------------------------------------------------------------
 
-def weights_of(S, tau: np.ndarray, K: int, renormalise: bool) -> np.ndarray:
+def weights_of(S, tau: np.ndarray, K: int, renormalise: bool, keep: int | None = None) -> np.ndarray:
     """The calibrated rule's (n × m) weights on a score matrix (scorers.top_k_columns)."""
     n, m = S.shape
-    rows, cols, w = scorers.top_k_columns(S, K, renormalise=renormalise, thresholds=tau)
+    rows, cols, w = scorers.top_k_columns(S, K, renormalise=renormalise, thresholds=tau, keep=keep)
     W = np.zeros((n, m))
     W[rows, cols] = w
     return W
@@ -204,13 +224,37 @@ def _sample(record_ids: list[str], limit: int) -> np.ndarray:
     return np.sort(np.argsort(keys, kind="stable")[:limit])
 
 
+def definition_thresholds(scorer: scorers.Scorer, definition: Definition) -> np.ndarray | None:
+    """Thresholds the definition itself fixes, with nothing to fit: the keyword scorer
+    counts the definition's own phrases (a mention: ≥ 1) or label words (all of them)."""
+    if not isinstance(scorer, scorers.KeywordScorer):
+        return None
+    if definition.kind == "mention" and scorer.phrases is not None:
+        return np.ones(len(scorer.atom_ids))
+    if definition.kind == "label_words" and scorer.phrases is None:
+        return np.array([float(len(w)) if w else np.inf for w in scorer.words])
+    return None
+
+
 def calibrate(full: scorers.Scorer, fit_on: Callable[[list[str], list], scorers.Scorer] | None,
               texts: list[str], metadata: list, record_ids: list[str], atoms: list[Atom], manifest: dict, *,
               K: int, folds: int = FOLDS, max_records: int = MAX_RECORDS) -> scorers.Scorer:
     """Thresholds and fidelity for `full` (fitted on all of `texts`, the auxiliary split),
     set on it in place and returned. `fit_on(texts, metadata)` refits the same kind on a
-    part of them (None: the scorer fits nothing on auxiliary records, like the keyword one)."""
+    part of them (None: the scorer fits nothing on auxiliary records, like the keyword one).
+
+    Where the definition fixes the thresholds (`definition_thresholds`) they are used as
+    they are, and the auxiliary records (if any) only measure the fidelity."""
     definition = definition_of(atoms, manifest)
+    fixed = definition_thresholds(full, definition)
+    if not texts:
+        if fixed is None:
+            raise BadInput("the scorer is calibrated on the auxiliary split, which is empty: run dpspin split "
+                           "first, or load public records with --split aux (or pass --no-calibrate)")
+        return full.calibrate(fixed, {"definition": definition.kind, "definition_text": definition.text,
+                                      "criterion": "fixed by the definition", "folds": 0, "held_out": False,
+                                      "aux_records": 0, "K": int(K), "exclusive": False,
+                                      "renormalise": bool(full.renormalise), "fidelity": None})
     keep = _sample(record_ids, max_records)
     texts = [texts[i] or "" for i in keep]
     metadata = [metadata[i] for i in keep] if metadata is not None else [None] * len(keep)
@@ -232,16 +276,20 @@ def calibrate(full: scorers.Scorer, fit_on: Callable[[list[str], list], scorers.
             except (BadInput, ValueError):
                 part, held_out = full, False    # a fold too small to fit: score it in-sample
             S[test] = _dense(part.raw_scores([texts[i] for i in test]))
-    tau = fit_thresholds(S, Y)
+    exclusive = definition.exclusive
+    kept = 1 if exclusive else None
+    tau = fixed if fixed is not None else fit_thresholds(S, Y, exclusive=exclusive)
     W = np.zeros((n, m))
     for f in range(n_folds):
         test, train = fold == f, fold != f
-        tau_f = fit_thresholds(S[train], Y[train]) if n_folds > 1 else tau
-        W[test] = weights_of(S[test], tau_f, K, full.renormalise)
+        tau_f = fit_thresholds(S[train], Y[train], exclusive=exclusive) if n_folds > 1 and fixed is None else tau
+        W[test] = weights_of(S[test], tau_f, int(K), full.renormalise, keep=kept)
     fid = fidelity(W, Y, atoms)
     record = {"definition": definition.kind, "definition_text": definition.text,
-              "criterion": "per atom, the score cut with the highest F1 on out-of-fold auxiliary scores",
+              "criterion": ("fixed by the definition (the scorer counts it)" if fixed is not None else
+                            "per atom, the score cut with the highest F1 on out-of-fold auxiliary scores"),
               "folds": n_folds, "held_out": bool(held_out), "aux_records": int(n), "K": int(K),
+              "exclusive": bool(exclusive),
               "renormalise": bool(full.renormalise), "labelled_atoms": int((Y.sum(axis=0) >= MIN_POSITIVES).sum()),
               "fidelity": fid}
     json.dumps(record)   # plain JSON only (it is saved with the scorer)

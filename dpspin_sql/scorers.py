@@ -54,15 +54,18 @@ def _sanitise(scores) -> np.ndarray:
     return scores
 
 
-def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = False, thresholds=None):
+def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = False, thresholds=None,
+                  keep: int | None = None):
     """The assignment rule on a score matrix, columnar: (row, column, weight) arrays.
 
     With `thresholds` (one per column, calibrated on the auxiliary split: the calibrated
     rule, docs/DESIGN.md §1): a record expresses an atom when its score reaches the atom's
-    threshold, and only those atoms compete; they are ranked by score / threshold, the K
-    best are kept, and each gets 1/k of the record's unit (`renormalise`, k the number
-    kept) or 1/K (not renormalised). A record that reaches no threshold keeps nothing (it
-    abstains). Without thresholds (the uncalibrated rule, for comparison and for scorers
+    threshold, and only those atoms compete; the K highest-scoring of them are kept (a tie
+    to the lower column), and each gets 1/k of the record's unit (`renormalise`, k the
+    number kept) or 1/K (not renormalised). A record that reaches no threshold keeps
+    nothing (it abstains). `keep` (≤ K, calibrated rule only) keeps fewer atoms than K per
+    record (1 for exclusive categories) while a share stays 1/K. Without thresholds (the
+    uncalibrated rule, for comparison and for scorers
     saved before calibration existed):
 
     Per row: the K highest positive scores, in descending order, a tie going to the lower
@@ -76,8 +79,11 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
     A scipy sparse matrix (the keyword scorer's) is ranked on its positive entries only.
     `owned=True` lets the function sanitise `scores` (a float64 array) in place.
     """
+    share_K = int(K)
     if thresholds is not None:
-        scores, owned = relevance_ratios(scores, thresholds), True
+        scores, owned = relevant_scores(scores, thresholds), True
+        if keep is not None:
+            K = min(int(keep), share_K)
     if sparse.issparse(scores):
         n, m = scores.shape
         k = min(int(K), m)
@@ -97,7 +103,7 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
             return _empty_columns()
         kept, cols = _top_k_dense(scores, k)
     if thresholds is not None:
-        return _uniform_columns(kept, cols, K, renormalise)
+        return _uniform_columns(kept, cols, share_K, renormalise)
     total = kept.sum(axis=1, keepdims=True)
     if renormalise:
         denom = np.where(total > 0, total, 1.0)
@@ -111,9 +117,9 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
     return rows, cols[keep].astype(np.int64, copy=False), weights[keep]
 
 
-def relevance_ratios(scores, thresholds):
-    """score / threshold where the score reaches its column's threshold, else 0 (sanitised:
-    NaN, ±inf and negative scores are 0; an infinite threshold is never reached).
+def relevant_scores(scores, thresholds):
+    """The score where it reaches its column's threshold, else 0 (sanitised: NaN, ±inf and
+    negative scores are 0; an infinite threshold is never reached).
 
     Dense in, dense out (a new float64 array); sparse in, CSR out."""
     tau = np.asarray(thresholds, dtype=np.float64).reshape(-1)
@@ -124,17 +130,14 @@ def relevance_ratios(scores, thresholds):
         t = tau[S.indices]
         data = np.asarray(S.data, dtype=np.float64)
         ok = np.isfinite(data) & (data > 0) & np.isfinite(t) & (data >= t)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            S.data = np.where(ok, data / np.where(ok, t, 1.0), 0.0)
+        S.data = np.where(ok, data, 0.0)
         S.eliminate_zeros()
         return S
     S = _sanitise(scores)
     if S.shape[1] != tau.size:
         raise ValueError("one threshold per atom column is needed")
     reached = (S >= tau) & np.isfinite(tau) & (S > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(reached, S / np.where(reached, tau, 1.0), 0.0)
-    return out
+    return np.where(reached, S, 0.0)
 
 
 def _uniform_columns(kept: np.ndarray, cols: np.ndarray, K: int, renormalise: bool):
@@ -273,6 +276,16 @@ class Scorer:
         self.thresholds: np.ndarray | None = None
         self.calibration: dict | None = None
 
+    @property
+    def exclusive(self) -> bool:
+        """The dictionary's atoms exclude each other (a record has one category): a record
+        expresses at most one, its best-scoring atom above threshold."""
+        return bool((self.calibration or {}).get("exclusive"))
+
+    def kept(self, K: int) -> int:
+        """How many atoms a record may keep: K, or 1 for exclusive atoms."""
+        return min(int(K), 1) if self.exclusive and self.thresholds is not None else int(K)
+
     def calibrate(self, thresholds, calibration: dict | None = None) -> Scorer:
         """Set the per-atom thresholds (finite and > 0, or +inf: never reached) and their record."""
         tau = np.asarray(thresholds, dtype=np.float64).reshape(-1)
@@ -313,8 +326,8 @@ class Scorer:
         texts = self._texts(texts)
         if not texts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-        rows, cols, weights = top_k_columns(self._score_matrix(texts), K, renormalise=self.renormalise, owned=True,
-                                            thresholds=self.thresholds)
+        rows, cols, weights = top_k_columns(self._score_matrix(texts), K, renormalise=self.renormalise,
+                                            owned=True, thresholds=self.thresholds, keep=self.kept(K))
         return rows, self.atom_ids[cols], weights
 
     def score_top_k(self, texts: list[str], K: int) -> list[list[tuple[int, float]]]:

@@ -44,15 +44,15 @@ def reference_top_k(scores, atom_ids, K, renormalise=True):
     return [[(a, w) for a, w in zip(ids, ws) if w > 0] for ids, ws in zip(atom_ids[order].tolist(), weights.tolist())]
 
 
-def reference_calibrated(scores, atom_ids, K, thresholds, renormalise=True):
+def reference_calibrated(scores, atom_ids, K, thresholds, renormalise=True, keep=None):
     """The calibrated rule written out: atoms whose score reaches their threshold, ranked by
-    score / threshold (stable: lower column first), the K best, equal shares of the unit."""
+    score (stable: lower column first), the K best, equal shares of the unit."""
     scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     out = []
     for row in scores:
-        ratio = [(row[j] / thresholds[j], j) for j in range(len(row))
+        above = [(row[j], j) for j in range(len(row))
                  if row[j] > 0 and np.isfinite(thresholds[j]) and row[j] >= thresholds[j]]
-        kept = [j for _, j in sorted(ratio, key=lambda rj: -rj[0])][:K]     # sorted() is stable
+        kept = [j for _, j in sorted(above, key=lambda rj: -rj[0])][:K if keep is None else keep]   # stable
         w = (1.0 / len(kept) if renormalise else 1.0 / K) if kept else 0.0
         w = w * scorers._SHRINK if len(kept) > 1 else w
         out.append([(int(atom_ids[j]), w) for j in kept])
@@ -62,7 +62,8 @@ def reference_calibrated(scores, atom_ids, K, thresholds, renormalise=True):
 def reference_assignment(scores, scorer, K):
     if scorer.thresholds is None:
         return reference_top_k(scores, scorer.atom_ids, K, scorer.renormalise)
-    return reference_calibrated(scores, scorer.atom_ids, K, scorer.thresholds, scorer.renormalise)
+    keep = 1 if (scorer.calibration or {}).get("exclusive") else None       # one category per record
+    return reference_calibrated(scores, scorer.atom_ids, K, scorer.thresholds, scorer.renormalise, keep)
 
 
 def reference_scores(scorer, texts):

@@ -56,7 +56,7 @@ def assign_cmd(db: Path = DB,
         opts["calibrate"] = False
     total = assign.count_target(con)
     with progress_bar(disable=as_json) as bar:
-        task = bar.add_task(f"fitting and calibrating the {scorer} scorer on the auxiliary split", total=None)
+        task = bar.add_task(f"fitting the {scorer} scorer on the auxiliary split and calibrating it", total=None)
 
         def progress(n: int) -> None:
             if bar.tasks[task].total is None:
@@ -79,7 +79,8 @@ def assign_cmd(db: Path = DB,
     if evaluate:
         ev = result["evaluation"]
         out.print(f"top-1 accuracy {ev['top1_accuracy']} on {ev['n_true_in_dictionary']} target records whose "
-                  f"combination is an atom; top-{ev['L']} overlap {ev['overlap_at_L']}/{ev['L']}")
+                  f"combination is an atom ({ev['top1_accuracy_assigned']} on the {ev['n_true_assigned']} of them "
+                  f"that gave mass); top-{ev['L']} overlap {ev['overlap_at_L']}/{ev['L']}")
 
 
 def fidelity_lines(fid: dict | None, con, worst: int = 5) -> list[str]:
