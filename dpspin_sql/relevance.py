@@ -111,15 +111,19 @@ def mention_based(scorer_kind: str, definition_kind: str) -> bool:
 # -- thresholds ------------------------------------------------------------------------
 
 def best_cut(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(threshold, F1) of the cut "s ≥ threshold" with the highest F1 against labels y;
-    ties go to the higher threshold. Only positive scores are cuts; (inf, 0) when no
-    labelled record scores above 0."""
+    """(threshold, F1) of the cut "s ≥ threshold" with the highest F1 against labels y.
+
+    Among the best cuts the highest is taken, and the threshold is set halfway down to the
+    next lower score (the same records pass on these scores; a new record between them is
+    judged by the margin, not by the last labelled record's exact score). Only positive
+    scores are cuts; (inf, 0) when no labelled record scores above 0."""
     s = np.asarray(s, dtype=np.float64)
     y = np.asarray(y, dtype=bool)
     P = int(y.sum())
     pos = np.isfinite(s) & (s > 0)
     if P == 0 or not (pos & y).any():
         return float("inf"), 0.0
+    below = s[np.isfinite(s) & ~pos]
     s, yy = s[pos], y[pos]
     order = np.argsort(-s, kind="stable")
     s, yy = s[order], yy[order]
@@ -127,7 +131,9 @@ def best_cut(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     last = np.flatnonzero(np.r_[s[1:] != s[:-1], True])      # the end of each run of equal scores
     f1 = 2.0 * tp[last] / (last + 1 + P)
     best = int(np.flatnonzero(f1 == f1.max())[0])             # the first (highest) cut among the best
-    return float(s[last[best]]), float(f1[best])
+    cut = float(s[last[best]])
+    nxt = float(s[last[best] + 1]) if last[best] + 1 < s.size else (0.0 if below.size else cut)
+    return (cut + nxt) / 2 if nxt < cut and (cut + nxt) / 2 > 0 else cut, float(f1[best])
 
 
 def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusive: bool = False) -> np.ndarray:

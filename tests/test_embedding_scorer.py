@@ -198,8 +198,8 @@ def test_real_model_assign_reload_and_canary(tmp_path, kind):
     # assigned is right, and texts like the aux ones are assigned their own atom.
     assert ev["n_true_assigned"] == 0 or ev["top1_accuracy_assigned"] >= 0.9
     aux = con.execute("SELECT text, metadata FROM records WHERE split = 'aux' ORDER BY record_id LIMIT 4").fetchall()
-    from dpspin_sql.fit import aux_labels
     from dpspin_sql.atoms import current_atoms, current_manifest
+    from dpspin_sql.fit import aux_labels
 
     want = aux_labels([m for _, m in aux], current_atoms(con), current_manifest(con)).tolist()
     assert [kept[0][0] if kept else -1 for kept in fitted.score_top_k([t for t, _ in aux], 3)] == want
