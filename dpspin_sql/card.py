@@ -353,7 +353,7 @@ def _assignment_text(a: dict) -> str:
     if a.get("definition"):
         parts.append(f"an atom is expressed when {e(a['definition'])}")
     fid = a.get("fidelity") if isinstance(a.get("fidelity"), dict) else None
-    floor = a.get("fidelity_minimum") if isinstance(a.get("fidelity_minimum"), dict) else {}
+    floor: dict = a["fidelity_minimum"] if isinstance(a.get("fidelity_minimum"), dict) else {}
     if fid and fid.get("precision") is not None:
         ok = all(isinstance(fid.get(k), (int, float)) and fid[k] >= v for k, v in floor.items())
         parts.append(f"fidelity on {e(fid.get('records'))} held-out auxiliary records: precision "

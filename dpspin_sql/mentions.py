@@ -107,9 +107,9 @@ class PhraseMatcher:
     def m(self) -> int:
         return len(self.forms)
 
-    def found(self, text: str) -> set[tuple[str, ...]]:
+    def found(self, text: str) -> set[tuple]:
         """The phrase forms (word tuples) the text mentions."""
-        hits: set[tuple[str, ...]] = set()
+        hits: set[tuple] = set()
         for words in sentences(text):
             for n in self._lengths:
                 for i in range(len(words) - n + 1):

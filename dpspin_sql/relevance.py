@@ -144,7 +144,7 @@ def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusi
     S = S.toarray() if sparse.issparse(S) else np.array(S, dtype=np.float64)
     Y = np.asarray(Y, dtype=bool)
     if exclusive and S.size:
-        S = _best_only(S)
+        S = scorers.best_only(S)
     m = S.shape[1]
     tau = np.full(m, np.inf)
     enough = Y.sum(axis=0) >= min_positives
@@ -157,22 +157,12 @@ def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusi
     return tau
 
 
-def _best_only(S: np.ndarray) -> np.ndarray:
-    """Each row's highest score (the lower column on a tie), every other entry 0."""
-    S = np.nan_to_num(np.asarray(S, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    out = np.zeros_like(S)
-    j = S.argmax(axis=1)
-    rows = np.arange(S.shape[0])
-    out[rows, j] = S[rows, j]
-    return out
-
-
 # -- fidelity --------------------------------------------------------------------------
 
 def weights_of(S, tau: np.ndarray, K: int, renormalise: bool, keep: int | None = None) -> np.ndarray:
     """The calibrated rule's (n × m) weights on a score matrix (scorers.top_k_columns)."""
     n, m = S.shape
-    rows, cols, w = scorers.top_k_columns(S, K, renormalise=renormalise, thresholds=tau, keep=keep)
+    rows, cols, w = scorers.top_k_columns(S, K, renormalise=renormalise, thresholds=tau, per_record=keep)
     W = np.zeros((n, m))
     W[rows, cols] = w
     return W
@@ -289,7 +279,8 @@ def calibrate(full: scorers.Scorer, fit_on: Callable[[list[str], list], scorers.
     for f in range(n_folds):
         test, train = fold == f, fold != f
         tau_f = fit_thresholds(S[train], Y[train], exclusive=exclusive) if n_folds > 1 and fixed is None else tau
-        W[test] = weights_of(S[test], tau_f, int(K), full.renormalise, keep=kept)
+        part = scorers.best_only(S[test]) if exclusive else S[test]
+        W[test] = weights_of(part, tau_f, int(K), full.renormalise, keep=kept)
     fid = fidelity(W, Y, atoms)
     record = {"definition": definition.kind, "definition_text": definition.text,
               "criterion": ("fixed by the definition (the scorer counts it)" if fixed is not None else

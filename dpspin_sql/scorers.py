@@ -55,7 +55,7 @@ def _sanitise(scores) -> np.ndarray:
 
 
 def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = False, thresholds=None,
-                  keep: int | None = None):
+                  per_record: int | None = None):
     """The assignment rule on a score matrix, columnar: (row, column, weight) arrays.
 
     With `thresholds` (one per column, calibrated on the auxiliary split: the calibrated
@@ -63,7 +63,7 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
     threshold, and only those atoms compete; the K highest-scoring of them are kept (a tie
     to the lower column), and each gets 1/k of the record's unit (`renormalise`, k the
     number kept) or 1/K (not renormalised). A record that reaches no threshold keeps
-    nothing (it abstains). `keep` (≤ K, calibrated rule only) keeps fewer atoms than K per
+    nothing (it abstains). `per_record` (≤ K, calibrated rule only) keeps fewer atoms than K per
     record (1 for exclusive categories) while a share stays 1/K. Without thresholds (the
     uncalibrated rule, for comparison and for scorers
     saved before calibration existed):
@@ -82,8 +82,8 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
     share_K = int(K)
     if thresholds is not None:
         scores, owned = relevant_scores(scores, thresholds), True
-        if keep is not None:
-            K = min(int(keep), share_K)
+        if per_record is not None:
+            K = min(int(per_record), share_K)
     if sparse.issparse(scores):
         n, m = scores.shape
         k = min(int(K), m)
@@ -138,6 +138,18 @@ def relevant_scores(scores, thresholds):
         raise ValueError("one threshold per atom column is needed")
     reached = (S >= tau) & np.isfinite(tau) & (S > 0)
     return np.where(reached, S, 0.0)
+
+
+def best_only(scores) -> np.ndarray:
+    """Each row's highest sanitised score (the lower column on a tie), every other entry 0."""
+    S = scores.toarray() if sparse.issparse(scores) else scores
+    S = _sanitise(S)
+    out = np.zeros_like(S)
+    if S.size:
+        j = S.argmax(axis=1)
+        rows = np.arange(S.shape[0])
+        out[rows, j] = S[rows, j]
+    return out
 
 
 def _uniform_columns(kept: np.ndarray, cols: np.ndarray, K: int, renormalise: bool):
@@ -326,8 +338,11 @@ class Scorer:
         texts = self._texts(texts)
         if not texts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-        rows, cols, weights = top_k_columns(self._score_matrix(texts), K, renormalise=self.renormalise,
-                                            owned=True, thresholds=self.thresholds, keep=self.kept(K))
+        S = self._score_matrix(texts)
+        if self.exclusive and self.thresholds is not None:
+            S = best_only(S)      # a record's one category is its best-scoring atom, kept if it reaches the threshold
+        rows, cols, weights = top_k_columns(S, K, renormalise=self.renormalise,
+                                            owned=True, thresholds=self.thresholds, per_record=self.kept(K))
         return rows, self.atom_ids[cols], weights
 
     def score_top_k(self, texts: list[str], K: int) -> list[list[tuple[int, float]]]:

@@ -62,7 +62,13 @@ def reference_calibrated(scores, atom_ids, K, thresholds, renormalise=True, keep
 def reference_assignment(scores, scorer, K):
     if scorer.thresholds is None:
         return reference_top_k(scores, scorer.atom_ids, K, scorer.renormalise)
-    keep = 1 if (scorer.calibration or {}).get("exclusive") else None       # one category per record
+    keep = None
+    if (scorer.calibration or {}).get("exclusive"):      # one category per record: the best, if it reaches
+        keep, scores = 1, np.asarray(scores, dtype=np.float64).copy()
+        best = np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0).argmax(axis=1)
+        mask = np.zeros(scores.shape, dtype=bool)
+        mask[np.arange(len(scores)), best] = True
+        scores[~mask] = 0.0
     return reference_calibrated(scores, scorer.atom_ids, K, scorer.thresholds, scorer.renormalise, keep)
 
 
