@@ -250,8 +250,7 @@ def assignment_info(con: duckdb.DuckDBPyConnection, engine_details: dict | None 
 
 def _scored_last(con: duckdb.DuckDBPyConnection) -> bool:
     """The saved scorer wrote the current assignments (none were loaded after it)."""
-    rows = dict(con.execute("SELECT step, done_at FROM pipeline WHERE step IN ('assignments', ?)",
-                            [SCORED_STEP]).fetchall())
+    rows = dict(con.execute(queries.load("assign_scored_last"), {"step": SCORED_STEP}).fetchall())
     return SCORED_STEP in rows and "assignments" in rows and rows[SCORED_STEP] >= rows["assignments"]
 
 

@@ -40,7 +40,8 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, **opts) 
 
 
 def fit_on(texts: list[str], metadata: list, atoms: list[Atom], manifest: dict, scorer: str, *, centroid: bool = True,
-           min_df: int = 2, max_features: int = 50_000, C: float = 10.0, renormalise: bool = True) -> scorers.Scorer:
+           min_df: int = 2, max_features: int = 50_000, C: float = 10.0, renormalise: bool = True,
+           ngrams: int | None = None) -> scorers.Scorer:
     """Fit a TF-IDF scorer on these (auxiliary) texts and the public atom texts only.
 
     `renormalise` is saved with it. The calibration's folds call this on parts of the
@@ -48,7 +49,8 @@ def fit_on(texts: list[str], metadata: list, atoms: list[Atom], manifest: dict, 
     if not texts:
         raise BadInput(f"the {scorer} scorer needs auxiliary records to fit on")
     atom_texts = [f"{a.label}. {a.description}" for a in atoms]
-    ngrams = 2 if scorer == "similarity" else 1     # bigrams help phrase atoms; unigrams suit the classifier
+    if ngrams is None:
+        ngrams = 2 if scorer == "similarity" else 1     # bigrams help phrase atoms; unigrams suit the classifier
     vec = scorers.tfidf_vectorizer(ngrams=ngrams, min_df=min(min_df, len(texts)), max_features=max_features)
     try:
         vec.fit(texts + atom_texts if scorer == "similarity" else texts)
@@ -68,7 +70,7 @@ def fit_on(texts: list[str], metadata: list, atoms: list[Atom], manifest: dict, 
         raise BadInput("the supervised scorer needs atoms the auxiliary split carries as a label "
                        "(a metadata dictionary: dpspin atoms build --builder metadata); use --scorer similarity")
     coef, intercept, classes = fit_classifier(scorers.fast_transform(vec, texts), labels, C)
-    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes, renormalise=renormalise)
+    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes, ngrams, renormalise=renormalise)
 
 
 def fit_classifier(X, labels: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -286,3 +286,16 @@ def test_the_embedding_scorer_catches_a_paraphrase(phrase_store):
         got = [labels[a] for a, _ in fitted.score_top_k([text], 3)[0]]
         assert got and got[0] == theme, (text, got)
     assert fitted.score_top_k(["the invoice was paid by bank transfer"], 3) == [[]]   # nothing like a theme
+
+
+def test_loaded_assignments_state_their_own_unit(phrase_store, tmp_path):
+    from dpspin_sql import store
+
+    assign.assign(phrase_store, "keyword", K=3)
+    assert assign.assignment_info(phrase_store)["scorer"] == "keyword"
+    rows = phrase_store.execute("SELECT record_id, atom_id, weight FROM assignment_rows").fetchall()
+    (tmp_path / "mine.csv").write_text("record_id,atom_id,weight\n" + "".join(f"{r},{a},{w}\n" for r, a, w in rows))
+    store.load_assignments(phrase_store, tmp_path / "mine.csv", replace=True)
+    info = assign.assignment_info(phrase_store)
+    assert info["scorer"] == "loaded" and not info["calibrated"] and info["fidelity"] is None
+    assert "loaded" in info["mass_unit"] and relevance.release_warning(info) is None
