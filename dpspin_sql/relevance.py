@@ -279,8 +279,8 @@ def calibrate(full: scorers.Scorer, fit_on: Callable[[list[str], list], scorers.
     for f in range(n_folds):
         test, train = fold == f, fold != f
         tau_f = fit_thresholds(S[train], Y[train], exclusive=exclusive) if n_folds > 1 and fixed is None else tau
-        part = scorers.best_only(S[test]) if exclusive else S[test]
-        W[test] = weights_of(part, tau_f, int(K), full.renormalise, keep=kept)
+        held = scorers.best_only(S[test]) if exclusive else S[test]
+        W[test] = weights_of(held, tau_f, int(K), full.renormalise, keep=kept)
     fid = fidelity(W, Y, atoms)
     record = {"definition": definition.kind, "definition_text": definition.text,
               "criterion": ("fixed by the definition (the scorer counts it)" if fixed is not None else
