@@ -24,8 +24,12 @@ from dpspin_sql.db import only_row
 from dpspin_sql.errors import BadInput
 from dpspin_sql.store import transaction
 
-SCORER_NAMES = ("keyword", "similarity", "supervised", "embedding", "embedding-supervised")
+SCORER_NAMES = ("auto", "keyword", "similarity", "supervised", "embedding", "embedding-supervised")
 BATCH = 8192
+SCORED_STEP = "scored"     # pipeline step: the current assignments were written by the saved scorer
+# `--scorer auto`: the scorer whose masses mean what the dictionary's atoms say
+AUTO = {"phrases": "keyword", "metadata": "supervised"}
+AUTO_OTHER = "similarity"
 
 
 @dataclass(frozen=True)
@@ -36,39 +40,104 @@ class AssignReport:
     dictionary_id: str
     n_records: int          # target records read
     n_assigned: int         # records with at least one atom
-    n_unassigned: int       # records that scored no atom (an all-zero vector, contributes nothing)
+    n_unassigned: int       # records that expressed no atom (an all-zero vector: they abstain, contributing nothing)
     n_rows: int             # assignment rows written (canonical vectors and raw rows)
     seconds: float
+    calibrated: bool = False
+    mass_unit: str = ""     # what one unit of an atom's mass is (docs/DESIGN.md §1)
+    fidelity: dict | None = None    # on held-out auxiliary records (relevance.calibrate); None when uncalibrated
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "keyword", *, renormalise: bool = True,
-               **opts) -> scorers.Scorer:
-    """Fit a scorer on the public atoms and (for similarity/supervised) the aux split.
+def resolve_scorer(con: duckdb.DuckDBPyConnection, scorer: str) -> str:
+    """`auto` → the scorer for the current dictionary: keyword for phrase atoms (a mass
+    counts records that mention the theme), supervised for metadata atoms (a classifier
+    of the auxiliary categories), similarity otherwise."""
+    if scorer != "auto":
+        return scorer
+    from dpspin_sql.atoms import current_manifest
 
-    `renormalise=True` (the default, saved with the scorer): each record's kept top-K
-    scores are scaled to sum 1, so every assigned record spends its whole unit of mass.
-    `renormalise=False`: kept scores stay as they are (scaled down only above 1) — the
-    supervised scorer's behaviour before this option existed.
+    return AUTO.get(current_manifest(con).get("builder") or "", AUTO_OTHER)
+
+
+def fit_scorer(con: duckdb.DuckDBPyConnection, scorer: str = "auto", *, renormalise: bool = True,
+               calibrate: bool = True, K: int = 3, **opts) -> scorers.Scorer:
+    """Fit a scorer on the public atoms and (for similarity/supervised/embedding) the aux split.
+
+    `calibrate=True` (the default): per-atom thresholds are fitted on out-of-fold scores
+    of the auxiliary records against the dictionary's own definition of expressing an
+    atom, and the scorer's fidelity is measured on held-out auxiliary records
+    (dpspin_sql.relevance); a record then gives mass only to the atoms it reaches the
+    threshold of — 1/k to each of its k ≤ K (`renormalise=True`) or 1/K each
+    (`renormalise=False`) — and none when it reaches none. `calibrate=False` is the
+    uncalibrated top-K rule (each record's K best scores, scaled to sum 1 or only down
+    to 1), kept for comparison with results before calibration existed.
     """
     if not isinstance(renormalise, bool):
         raise BadInput(f"renormalise must be True or False, not {renormalise!r}")
+    if not isinstance(calibrate, bool):
+        raise BadInput(f"calibrate must be True or False, not {calibrate!r}")
     atoms = current_atoms(con)
     if not atoms:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
+    scorer = resolve_scorer(con, scorer)
+    if scorer not in SCORER_NAMES:
+        raise BadInput(f"--scorer must be one of {', '.join(SCORER_NAMES)}, not {scorer!r}")
+    from dpspin_sql import fit
+    from dpspin_sql.atoms import current_manifest
+
+    manifest = current_manifest(con)
+    fit_on = None
     if scorer == "keyword":
-        return scorers.KeywordScorer.from_atoms(atoms, renormalise=renormalise)
-    if scorer in ("embedding", "embedding-supervised"):   # the [embed] extra
-        from dpspin_sql import embedding
+        if opts:
+            raise BadInput(f"the keyword scorer takes no option {sorted(opts)[0]!r}")
+        phrases = None
+        if manifest.get("builder") == "phrases" and manifest.get("atoms"):
+            from dpspin_sql.phrases import atom_forms
 
-        return embedding.fit(con, atoms, scorer, renormalise=renormalise, **opts)
-    if scorer in SCORER_NAMES:
-        from dpspin_sql import fit
+            by_id = dict(zip([int(e["atom_id"]) for e in manifest["atoms"]], atom_forms(manifest)))
+            if all(a.atom_id in by_id for a in atoms):
+                phrases = [by_id[a.atom_id] for a in atoms]
+        full = scorers.KeywordScorer.from_atoms(atoms, renormalise=renormalise, phrases=phrases)
+        if not calibrate:
+            return full
+        ids, texts, metadata = fit.aux_records(con)
+    else:
+        ids, texts, metadata = fit.aux_records(con)
+        if not texts:
+            raise BadInput(f"the {scorer} scorer is fitted on the auxiliary split, which is empty: "
+                           "run dpspin split first, or load public records with --split aux")
+        if scorer.startswith("embedding"):   # the [embed] extra
+            from dpspin_sql import embedding
 
-        return fit.fit(con, atoms, scorer, renormalise=renormalise, **opts)
-    raise BadInput(f"--scorer must be one of {', '.join(SCORER_NAMES)}, not {scorer!r}")
+            given = opts.pop("encode", None)
+            encode = embedding.memo_encoder(given or embedding.encoder(opts.get("max_tokens",
+                                                                               embedding.MAX_TOKENS)).encode)
+
+            def fit_on(t, md):
+                return embedding.fit_on(t, md, atoms, manifest, scorer, renormalise=renormalise, encode=encode,
+                                        **opts)
+        else:
+            def fit_on(t, md):
+                return fit.fit_on(t, md, atoms, manifest, scorer, renormalise=renormalise, **opts)
+
+        full = fit_on(texts, metadata)
+        if not calibrate:
+            return _release_encoder(full, given if scorer.startswith("embedding") else None)
+    from dpspin_sql import relevance
+
+    relevance.calibrate(full, fit_on, texts, metadata, ids, atoms, manifest, K=K)
+    return _release_encoder(full, given if scorer.startswith("embedding") else None)
+
+
+def _release_encoder(scorer: scorers.Scorer, encode) -> scorers.Scorer:
+    """An embedding scorer keeps the caller's encoder (or the pinned model), never the
+    calibration's memo of the auxiliary embeddings."""
+    if hasattr(scorer, "_encode"):
+        scorer._encode = encode
+    return scorer
 
 
 def load_scorer(con: duckdb.DuckDBPyConnection) -> scorers.Scorer:
@@ -102,7 +171,7 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
     if dictionary_id is None:
         raise BadInput("the store has no atoms: load a taxonomy (dpspin atoms load) or build one (dpspin atoms build)")
     started = time.perf_counter()
-    fitted = scorer if isinstance(scorer, scorers.Scorer) else fit_scorer(con, scorer, **fit_opts)
+    fitted = scorer if isinstance(scorer, scorers.Scorer) else fit_scorer(con, scorer, K=K, **fit_opts)
     if workers is None:
         workers = 1 if getattr(fitted, "parallel_inside", False) else min(2, os.cpu_count() or 1)
     K = int(K)
@@ -148,12 +217,41 @@ def assign(con: duckdb.DuckDBPyConnection, scorer: str | scorers.Scorer = "keywo
                         write(*pending.popleft().result())
             store.store_vectors(con, replace=True)
             store.mark_step(con, "assignments")
+            store.mark_step(con, SCORED_STEP)   # the assignments are this scorer's (not loaded ones)
     finally:
         reader.close()
         con.execute("DROP TABLE IF EXISTS staged_vectors")
+    from dpspin_sql import relevance
+    from dpspin_sql.atoms import current_manifest
+
+    info = relevance.describe(fitted, current_manifest(con))
     return AssignReport(scorer=fitted.kind, K=K, m=len(fitted.atom_ids), dictionary_id=dictionary_id,
                         n_records=n_records, n_assigned=n_assigned, n_unassigned=n_records - n_assigned,
-                        n_rows=n_rows, seconds=round(time.perf_counter() - started, 3))
+                        n_rows=n_rows, seconds=round(time.perf_counter() - started, 3),
+                        calibrated=fitted.calibrated, mass_unit=info["mass_unit"],
+                        fidelity=(fitted.calibration or {}).get("fidelity"))
+
+
+def assignment_info(con: duckdb.DuckDBPyConnection, engine_details: dict | None = None) -> dict:
+    """What the masses of a release from this store measure (public: the scorer's kind,
+    its calibration record, computed on the auxiliary split only, and the dictionary's
+    definition). Assignments loaded with `dpspin assignments load`, or read from the
+    user's own table or file, are the user's classifier's: their unit is stated as such."""
+    from dpspin_sql import relevance
+    from dpspin_sql.atoms import current_manifest
+
+    if engine_details and engine_details.get("source_assignments"):
+        return relevance.describe_loaded("rows read from " + str(engine_details["source_assignments"]))
+    row = con.execute(queries.load("select_dictionary")).fetchone()
+    if row is None or row[3] is None or not _scored_last(con):
+        return relevance.describe_loaded("assignment rows loaded into the store")
+    return relevance.describe(scorer_from_bytes(bytes(row[3])), current_manifest(con))
+
+
+def _scored_last(con: duckdb.DuckDBPyConnection) -> bool:
+    """The saved scorer wrote the current assignments (none were loaded after it)."""
+    rows = dict(con.execute(queries.load("assign_scored_last"), {"step": SCORED_STEP}).fetchall())
+    return SCORED_STEP in rows and "assignments" in rows and rows[SCORED_STEP] >= rows["assignments"]
 
 
 def check_K(K: int) -> None:
@@ -187,7 +285,8 @@ def _stage(con, batch: BatchVectors) -> None:
 def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     """Curator-side check of the current assignments against a metadata dictionary's truth.
 
-    top-1 accuracy among target records whose true combination is an atom, and the
+    top-1 accuracy among target records whose true combination is an atom (abstaining
+    counts as a miss; `top1_accuracy_assigned`: among those that gave mass), and the
     overlap between the target split's true top-L combinations and the non-private
     sketch's top-L atoms. Never released; for choosing a scorer.
     """
@@ -200,7 +299,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
         raise BadInput("--evaluate needs a metadata dictionary (dpspin atoms build --builder metadata)")
     keys = {e["atom_id"]: _skey(e["values"]) for e in manifest.get("atoms", [])}
     with store.staged(con, "eval_atom_keys", {"atom_id": (list(keys), "int32"), "skey": (list(keys.values()), object)}):
-        n_target, n_true_atom, n_correct, n_assigned = con.execute(
+        n_target, n_true_atom, n_correct, n_assigned, n_true_assigned = con.execute(
             queries.load("assign_eval_top1"), {"fields": fields}).fetchall()[0]
     true_top = [r[0] for r in con.execute(queries.load("assign_eval_true_top"), {"fields": fields, "L": int(L)}).fetchall()]
     sk = compute_sketch(con, unit="record", K=K)
@@ -210,7 +309,8 @@ def evaluate(con: duckdb.DuckDBPyConnection, K: int = 3, L: int = 10) -> dict:
     return {"scorer": load_scorer(con).kind, "K": K, "L": L, "n_target": int(n_target),
             "n_true_in_dictionary": int(n_true_atom), "n_top1_correct": int(n_correct),
             "top1_accuracy": round(n_correct / n_true_atom, 4) if n_true_atom else None,
-            "n_assigned": int(n_assigned), "overlap_at_L": overlap,
+            "top1_accuracy_assigned": round(n_correct / n_true_assigned, 4) if n_true_assigned else None,
+            "n_true_assigned": int(n_true_assigned), "n_assigned": int(n_assigned), "overlap_at_L": overlap,
             "overlap_fraction": round(overlap / max(len(true_top), 1), 4),
             "true_top_in_dictionary": sum(1 for k in true_top if k in set(keys.values()))}
 

@@ -69,6 +69,11 @@ def build_metadata(con: duckdb.DuckDBPyConnection, fields: list[str], m: int = 5
         "m_requested": int(m), "m": len(atoms),
         "counts": {"candidates": candidates, "beyond_m": max(candidates - len(rows), 0),
                    "below_threshold": below, "label_collisions": collisions, "kept": len(atoms)},
+        "shortfall": (f"{len(atoms)} atoms, not the {m} asked for (-m {m}): the auxiliary split has "
+                      f"{candidates} combinations of {', '.join(fields)}"
+                      + (f", {below} of them below --min-support {min_support}" if below else "")
+                      + (f", {collisions} with a label another one has" if collisions else "")
+                      if len(atoms) < m else None),
         "atoms": entries,
     }
     return atoms, manifest

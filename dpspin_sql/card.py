@@ -303,10 +303,16 @@ def chart_svg(plan: dict) -> str:
 def _plan_table(plan: dict) -> str:
     atoms = plan["atoms"]
     support = any(a.get("support") is not None for a in atoms)
+    measure = any(a.get("measure") for a in atoms)
+    fidelity = any(isinstance(a.get("fidelity"), dict) for a in atoms)
     conf = _confidence(plan)
     head = ["rank", "label", "description", "noisy mass", f"{conf * 100:g}% interval" if conf else "interval"]
     if support:
         head += ["support", "support interval"]
+    if measure:
+        head.append("the mass measures")
+    if fidelity:
+        head += ["precision (aux)", "recall (aux)"]
     head.append("bin")
     rows = []
     for a in atoms:
@@ -319,6 +325,12 @@ def _plan_table(plan: dict) -> str:
             si = a.get("support_interval")
             cells += [f'<td class="num">{_pct(a.get("support"))}</td>',
                       f'<td class="num">{_pct(si[0])} – {_pct(si[1])}</td>' if si else '<td class="num">–</td>']
+        if measure:
+            cells.append(f'<td class="desc">{e(a.get("measure") or "")}</td>')
+        if fidelity:
+            fid = a.get("fidelity") if isinstance(a.get("fidelity"), dict) else {}
+            cells += [f'<td class="num">{_g(fid.get("precision"), 2) if fid.get("precision") is not None else "–"}</td>',
+                      f'<td class="num">{_g(fid.get("recall"), 2) if fid.get("recall") is not None else "–"}</td>']
         cells.append(f'<td><span class="bin bin-{e(a.get("bin"))}">{e(a.get("bin"))}</span></td>')
         rows.append(f'<tr data-atom-id="{e(a.get("atom_id"))}">' + "".join(cells) + "</tr>")
     ths = "".join(f'<th scope="col">{e(h)}</th>' for h in head)
@@ -334,9 +346,33 @@ def _reading_guide(plan: dict) -> str:
             items.append(f"<dt>{title}</dt><dd>{e(notes[key])}</dd>")
     if plan.get("bin_rule"):
         items.append(f"<dt>Bin rule</dt><dd>{e(plan['bin_rule'])}</dd>")
+    if isinstance(plan.get("mass_unit"), str):
+        items.insert(0, f"<dt>Unit of mass</dt><dd>{e(plan['mass_unit'])}</dd>")
+    assignment = plan.get("assignment") if isinstance(plan.get("assignment"), dict) else {}
+    if assignment:
+        items.insert(1, f"<dt>Assignment</dt><dd>{_assignment_text(assignment)}</dd>")
     if not items:
         items.append("<dt>Mass</dt><dd>The released total weight of each atom plus noise (docs/PLAN.md).</dd>")
     return f'<dl class="guide">{"".join(items)}</dl>'
+
+
+def _assignment_text(a: dict) -> str:
+    """The scorer, what expressing an atom means, and its fidelity against the documented minimum."""
+    parts = [f"{e(a.get('scorer'))} scorer" + ("" if a.get("calibrated") else " (uncalibrated)")]
+    if a.get("definition"):
+        parts.append(f"an atom is expressed when {e(a['definition'])}")
+    fid = a.get("fidelity") if isinstance(a.get("fidelity"), dict) else None
+    floor: dict = a["fidelity_minimum"] if isinstance(a.get("fidelity_minimum"), dict) else {}
+    if fid and fid.get("precision") is not None:
+        ok = all(isinstance(fid.get(k), (int, float)) and fid[k] >= v for k, v in floor.items())
+        parts.append(f"fidelity on {e(fid.get('records'))} held-out auxiliary records: precision "
+                     f"{_g(fid.get('precision'), 2)} (share of an atom's mass from records that express it), recall "
+                     f"{_g(fid.get('recall'), 2)} (share of those records given mass); "
+                     + ("meets" if ok else "<strong>below</strong>") + " the documented minimum ("
+                     + ", ".join(f"{e(k)} ≥ {_g(v, 2)}" for k, v in floor.items()) + ")")
+    else:
+        parts.append("<strong>fidelity not measured</strong>: a mass need not come from records that express its atom")
+    return "; ".join(parts)
 
 
 def _parameters(plan: dict, dictionary_note: str) -> str:

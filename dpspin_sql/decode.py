@@ -25,7 +25,7 @@ __all__ = ["LLMConfig", "SummaryResult", "EndpointUnreachable", "CONSTRAINTS", "
 MAX_ATTEMPTS_LIMIT = 20
 _PUBLIC_META = ("schema_version", "mechanism", "epsilon", "delta", "unit", "adjacency", "L", "m",
                 "comparison_margin", "public_denominator", "bins", "bin_basis", "interval_confidence",
-                "interval_half_width", "B", "K", "noise_scale", "calibration")
+                "interval_half_width", "B", "K", "noise_scale", "calibration", "mass_unit")
 _PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "noisy_mass", "support", "bin",
                 "interval", "support_interval")
 
@@ -122,6 +122,30 @@ def _method_sentence(v: dict) -> str | None:
     return "Method: " + "; ".join(parts) + "." if parts else None
 
 
+def _unit_sentence(v: dict) -> str | None:
+    """The plan's unit of mass as one sentence ("Unit of mass: records that mention the
+    theme, …"), or None when the plan states none or the verifier would not accept it."""
+    unit = v.get("mass_unit")
+    if not isinstance(unit, str) or not unit.strip():
+        return None
+    sentence = f"Unit of mass: {' '.join(unit.split()).rstrip('.')}."
+    return sentence if _verifier_reads_unit(sentence) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _verifier_reads_unit(sentence: str) -> bool:
+    """Whether the public verifier accepts the unit sentence, checked once per wording on a
+    fixed public example (no plan involved), so the template stays accepted."""
+    probe: dict[str, Any] = {"L": 1, "m": 1, "comparison_margin": 1.0,
+                             "atoms": [{"atom_id": 0, "rank": 1, "label": "alpha theme", "description": "",
+                                        "noisy_mass": 10.0, "display_mass": 10.0, "bin": "high"}]}
+    text = "\n".join([sentence, _template_atom_sentence(probe["atoms"][0], probe, False)])
+    try:
+        return verify(text, probe).accepted
+    except Exception:
+        return False
+
+
 def template_summary(plan: Any) -> str:
     """Deterministic plan-to-text map; the fallback, always accepted by the verifier.
 
@@ -145,6 +169,9 @@ def template_summary(plan: Any) -> str:
     if method:
         lines.append(method)
     lines.append(f"The most common theme is {atoms[0]['label']}.")
+    unit = _unit_sentence(v)
+    if unit is not None:
+        lines.append(unit)
     lines += [_template_atom_sentence(a, v, intervals) for a in atoms]
     if intervals and confidence is not None:
         lines.append(confidence)

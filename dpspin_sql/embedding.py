@@ -409,6 +409,24 @@ scorers.SCORERS.update({EmbeddingSimilarityScorer.kind: EmbeddingSimilarityScore
 EMBED_FEATURES = ("embedding", "embedding+tfidf")
 
 
+def memo_encoder(encode):
+    """`encode` that embeds each distinct text once (the calibration's folds refit on parts
+    of the same auxiliary texts; the model is fixed, so an embedding never changes)."""
+    cache: dict[str, np.ndarray] = {}
+
+    def cached(texts):
+        texts = ["" if t is None else str(t) for t in texts]
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            for t, row in zip(missing, np.asarray(encode(missing), dtype=np.float32)):
+                cache[t] = row
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        return np.stack([cache[t] for t in texts])
+
+    return cached
+
+
 def fit(con, atoms, scorer: str, *, centroid: bool = True, features: str = "embedding+tfidf",
         embed_weight: float = 1.0, C: float = 10.0, min_df: int = 2, max_features: int = 50_000,
         max_tokens: int = MAX_TOKENS, renormalise: bool = True, encode=None) -> scorers.Scorer:
@@ -416,8 +434,6 @@ def fit(con, atoms, scorer: str, *, centroid: bool = True, features: str = "embe
 
     `encode` replaces the pinned model (tests); otherwise the model is loaded (hash-checked).
     """
-    from sklearn.preprocessing import normalize
-
     from dpspin_sql import fit as tfidf_fit
     from dpspin_sql.atoms import current_manifest
 
@@ -425,10 +441,26 @@ def fit(con, atoms, scorer: str, *, centroid: bool = True, features: str = "embe
     if not texts:
         raise BadInput(f"the {scorer} scorer is fitted on the auxiliary split, which is empty: "
                        "run dpspin split first, or load public records with --split aux")
+    return fit_on(texts, metadata, atoms, current_manifest(con), scorer, centroid=centroid, features=features,
+                  embed_weight=embed_weight, C=C, min_df=min_df, max_features=max_features, max_tokens=max_tokens,
+                  renormalise=renormalise, encode=encode)
+
+
+def fit_on(texts, metadata, atoms, manifest: dict, scorer: str, *, centroid: bool = True,
+           features: str = "embedding+tfidf", embed_weight: float = 1.0, C: float = 10.0, min_df: int = 2,
+           max_features: int = 50_000, max_tokens: int = MAX_TOKENS, renormalise: bool = True,
+           encode=None) -> scorers.Scorer:
+    """Fit an embedding scorer on these (auxiliary) texts and the public atom texts only
+    (the calibration's folds call it on parts of the auxiliary split)."""
+    from sklearn.preprocessing import normalize
+
+    from dpspin_sql import fit as tfidf_fit
+
+    if not texts:
+        raise BadInput(f"the {scorer} scorer needs auxiliary records to fit on")
     if encode is None:
         enc = encoder(max_tokens)
         encode = enc.encode
-    manifest = current_manifest(con)
     ids = [a.atom_id for a in atoms]
     kw = {"max_tokens": max_tokens, "renormalise": renormalise, "encode": encode}
     if scorer == "embedding":

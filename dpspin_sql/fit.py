@@ -20,20 +20,37 @@ from dpspin_sql.errors import BadInput
 
 
 def aux_rows(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str | None]]:
+    _, texts, metadata = aux_records(con)
+    return texts, metadata
+
+
+def aux_records(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str], list[str | None]]:
+    """(record ids, texts, metadata) of the auxiliary split, in record-id order."""
     rows = con.execute(queries.load("assign_aux_texts")).fetchall()
-    return [r[1] for r in rows], [r[2] for r in rows]
+    return [str(r[0]) for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
-def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centroid: bool = True,
-        min_df: int = 2, max_features: int = 50_000, C: float = 10.0, renormalise: bool = True) -> scorers.Scorer:
-    """Fit a TF-IDF scorer; `renormalise` (saved with it) scales each record's kept scores to sum 1."""
+def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, **opts) -> scorers.Scorer:
+    """Fit a TF-IDF scorer on the store's auxiliary split (uncalibrated: see relevance.calibrate)."""
     texts, metadata = aux_rows(con)
     if not texts:
         raise BadInput(f"the {scorer} scorer is fitted on the auxiliary split, which is empty: "
                        "run dpspin split first, or load public records with --split aux")
-    manifest = current_manifest(con)
+    return fit_on(texts, metadata, atoms, current_manifest(con), scorer, **opts)
+
+
+def fit_on(texts: list[str], metadata: list, atoms: list[Atom], manifest: dict, scorer: str, *, centroid: bool = True,
+           min_df: int = 2, max_features: int = 50_000, C: float = 10.0, renormalise: bool = True,
+           ngrams: int | None = None) -> scorers.Scorer:
+    """Fit a TF-IDF scorer on these (auxiliary) texts and the public atom texts only.
+
+    `renormalise` is saved with it. The calibration's folds call this on parts of the
+    auxiliary split, so nothing here reads a store."""
+    if not texts:
+        raise BadInput(f"the {scorer} scorer needs auxiliary records to fit on")
     atom_texts = [f"{a.label}. {a.description}" for a in atoms]
-    ngrams = 2 if scorer == "similarity" else 1     # bigrams help phrase atoms; unigrams suit the classifier
+    if ngrams is None:
+        ngrams = 2 if scorer == "similarity" else 1     # bigrams help phrase atoms; unigrams suit the classifier
     vec = scorers.tfidf_vectorizer(ngrams=ngrams, min_df=min(min_df, len(texts)), max_features=max_features)
     try:
         vec.fit(texts + atom_texts if scorer == "similarity" else texts)
@@ -53,7 +70,7 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, *, centr
         raise BadInput("the supervised scorer needs atoms the auxiliary split carries as a label "
                        "(a metadata dictionary: dpspin atoms build --builder metadata); use --scorer similarity")
     coef, intercept, classes = fit_classifier(scorers.fast_transform(vec, texts), labels, C)
-    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes, renormalise=renormalise)
+    return scorers.SupervisedScorer(ids, vocab, idf, coef, intercept, classes, ngrams, renormalise=renormalise)
 
 
 def fit_classifier(X, labels: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -23,14 +23,15 @@ import yaml
 from dpspin_sql import queries
 from dpspin_sql.atoms import Atom, aux_count, check_m
 from dpspin_sql.errors import BadInput
+from dpspin_sql.mentions import PhraseMatcher, phrase_forms, sentences
 from dpspin_sql.scorers import STOP_WORDS
 
 PROFILE_LISTS = ("stop_words", "keep_words", "keep_phrases", "generic_words", "weak_words", "sentiment_words",
-                 "generic_phrases", "off_domain_words", "ill_formed_words")
+                 "generic_phrases", "off_domain_words", "ill_formed_words", "place_words", "dish_words", "exclude")
+EXCLUDE_KINDS = ("places", "dishes", "names")
+NAME_SHARE = 0.5        # a phrase capitalised (both words, inside a sentence) this often is a name
+NAME_MIN_OCCURRENCES = 5
 PROFILE_MAPS = ("word_map", "phrase_map", "merge")
-_TAG = re.compile(r"<[^>]*>|&[a-z]+;|https?://\S+")
-_BREAK = re.compile(r"[.!?;:,()\[\]{}\"/\n\r\t*~|]+|\s-+\s|\.\.+")
-_WORD = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
 _VOWEL = re.compile(r"[aeiouy]")
 
 
@@ -46,16 +47,21 @@ class Profile:
     pos_filter: bool = True
     lists: dict[str, frozenset] = field(default_factory=dict)
     maps: dict[str, dict[str, str]] = field(default_factory=dict)
+    synonyms: tuple[frozenset, ...] = ()    # groups of interchangeable modifiers ("good", "great", …)
     source: str = ""
 
     def words(self, key: str) -> frozenset:
         return self.lists.get(key, frozenset())
 
+    def excludes(self, kind: str) -> bool:
+        return kind in self.lists.get("exclude", frozenset())
+
     def as_dict(self) -> dict:
         return {"name": self.name, "source": self.source, "min_support": self.min_support,
                 "min_word_length": self.min_word_length, "merge_word_order": self.merge_word_order,
                 "merge_plurals": self.merge_plurals, "pos_filter": self.pos_filter,
-                **{k: sorted(v) for k, v in self.lists.items()}, **{k: dict(sorted(v.items())) for k, v in self.maps.items()}}
+                **{k: sorted(v) for k, v in self.lists.items()}, **{k: dict(sorted(v.items())) for k, v in self.maps.items()},
+                "synonyms": [sorted(g) for g in self.synonyms]}
 
 
 def profile_names() -> list[str]:
@@ -107,6 +113,8 @@ def _merge(parent: dict, child: dict) -> dict:
             out[key] = list(parent.get(key) or []) + value
         elif key in PROFILE_MAPS and isinstance(value, dict):
             out[key] = {**(parent.get(key) or {}), **value}
+        elif key == "synonyms" and isinstance(value, list):
+            out[key] = list(parent.get(key) or []) + value
         else:
             out[key] = value
     out["extends"] = parent.get("extends")   # the parent's own parent is merged next (a chain of extends)
@@ -116,7 +124,7 @@ def _merge(parent: dict, child: dict) -> dict:
 def _resolve(raw: dict, source: str) -> Profile:
     unknown = set(raw) - set(PROFILE_LISTS) - set(PROFILE_MAPS) - {
         "name", "description", "extends", "min_support", "min_word_length", "merge_word_order", "merge_plurals",
-        "pos_filter"}
+        "pos_filter", "synonyms"}
     if unknown:
         raise BadInput(f"profile {source}: unknown rule(s) {', '.join(sorted(unknown))}")
     lists = {}
@@ -125,6 +133,14 @@ def _resolve(raw: dict, source: str) -> Profile:
         if not isinstance(value, list):
             raise BadInput(f"profile {source}: {key} must be a list")
         lists[key] = frozenset(_norm(v) for v in value)
+    bad_kinds = sorted(lists["exclude"] - set(EXCLUDE_KINDS))
+    if bad_kinds:
+        raise BadInput(f"profile {source}: exclude takes {', '.join(EXCLUDE_KINDS)}, not {bad_kinds[0]!r}")
+    groups = raw.get("synonyms") or []
+    if not isinstance(groups, list) or not all(isinstance(g, list) and all(isinstance(w, str) for w in g)
+                                               for g in groups):
+        raise BadInput(f"profile {source}: synonyms must be a list of lists of words")
+    synonyms = tuple(frozenset(_norm(w) for w in g) for g in groups if len(g) > 1)
     maps = {}
     for key in PROFILE_MAPS:
         value = raw.get(key) or {}
@@ -140,7 +156,8 @@ def _resolve(raw: dict, source: str) -> Profile:
                        min_word_length=int(raw.get("min_word_length", 3)),
                        merge_word_order=bool(raw.get("merge_word_order", True)),
                        merge_plurals=bool(raw.get("merge_plurals", True)),
-                       pos_filter=bool(raw.get("pos_filter", True)), lists=lists, maps=maps, source=source)
+                       pos_filter=bool(raw.get("pos_filter", True)), lists=lists, maps=maps, synonyms=synonyms,
+                       source=source)
     except (TypeError, ValueError):
         raise BadInput(f"profile {source}: min_support and min_word_length must be integers") from None
 
@@ -150,20 +167,6 @@ def _norm(value) -> str:
 
 
 # -- tokens and candidate bigrams --------------------------------------------------------
-
-def sentences(text: str) -> list[list[str | None]]:
-    """Lowercased word sequences per sentence; None marks a token that breaks adjacency."""
-    text = _TAG.sub(" . ", (text or "").lower()).replace("’", "'").replace("'", "")
-    out = []
-    for part in _BREAK.split(text):
-        words = []
-        for tok in part.split():
-            tok = tok.strip("-_'`&+#@$%=<>")
-            words.append(tok if _WORD.match(tok) else None)
-        if words:
-            out.append(words)
-    return out
-
 
 def raw_bigrams(text: str, profile: Profile) -> set[tuple[str, str]]:
     """Adjacent content-word pairs within a sentence (stop words break adjacency)."""
@@ -184,7 +187,7 @@ def doc_words_and_bigrams(text: str, profile: Profile) -> tuple[set[str], set[tu
 
 # -- canonicalisation, filters, merging ---------------------------------------------------
 
-REASONS = ("ill_formed", "generic", "sentiment_only", "off_domain", "not_noun_phrase")
+REASONS = ("ill_formed", "generic", "sentiment_only", "off_domain", "place", "dish", "name", "not_noun_phrase")
 
 
 def canonical_words(pair: tuple[str, str], profile: Profile, plural_of: dict[str, str]) -> str:
@@ -215,6 +218,10 @@ def removal_reason(phrase: str, profile: Profile) -> str | None:
         return "generic"
     if any(w in profile.words("off_domain_words") for w in words):
         return "off_domain"
+    if profile.excludes("places") and any(w in profile.words("place_words") for w in words):
+        return "place"
+    if profile.excludes("dishes") and (words[-1] in profile.words("dish_words") or phrase in profile.words("dish_words")):
+        return "dish"
     return None
 
 
@@ -231,15 +238,23 @@ def plural_map(word_df: Counter, profile: Profile) -> dict[str, str]:
     return out
 
 
-def theme_map(raw_df: Counter, word_df: Counter, profile: Profile) -> tuple[dict, Counter]:
-    """raw bigram → final theme label, and removal counts by reason (over distinct raw bigrams)."""
+def theme_map(raw_df: Counter, word_df: Counter, profile: Profile,
+              names: set | frozenset = frozenset(), merges: dict | None = None) -> tuple[dict, Counter]:
+    """raw bigram → final theme label, and removal counts by reason (over distinct raw bigrams).
+
+    `names`: raw bigrams the auxiliary text writes as a proper name (`name_pairs`), removed
+    when the profile excludes names. `merges`, when given, receives the synonym merges
+    (label → the theme it joined)."""
     plural_of = plural_map(word_df, profile)
     removed: Counter = Counter()
     canon: dict[tuple[str, str], str] = {}
     weight: Counter = Counter()
+    keep = profile.words("keep_phrases")
     for pair, n in raw_df.items():
         phrase = canonical_words(pair, profile, plural_of)
         reason = removal_reason(phrase, profile)
+        if reason is None and profile.excludes("names") and pair in names and phrase not in keep:
+            reason = "name"
         if reason:
             removed[reason] += 1
         else:
@@ -256,8 +271,70 @@ def theme_map(raw_df: Counter, word_df: Counter, profile: Profile) -> tuple[dict
                     winner = phrase
                 order[phrase] = winner
     merge = profile.maps.get("merge", {})
-    final = {pair: merge.get(order.get(p, p), order.get(p, p)) for pair, p in canon.items()}
+    merged = {pair: merge.get(order.get(p, p), order.get(p, p)) for pair, p in canon.items()}
+    merged_weight: Counter = Counter()
+    for pair, label in merged.items():
+        merged_weight[label] += raw_df[pair]
+    same = synonym_map(merged_weight, profile)
+    if merges is not None:
+        merges.update(same)
+    final = {pair: same.get(label, label) for pair, label in merged.items()}
     return final, removed
+
+
+def synonym_map(weight: Counter, profile: Profile) -> dict[str, str]:
+    """Near-duplicate themes: two-word labels with the same head whose modifiers are in one
+    of the profile's synonym groups ("good food" / "great food") → the most supported of
+    them (ties: the label). The profile's own theme labels (its merge and phrase_map
+    targets) are deliberate: one of them wins a group, and two of them never merge."""
+    if not profile.synonyms:
+        return {}
+    themes = profile_themes(profile)
+    groups: dict[tuple[int, str], list[str]] = {}
+    for label in weight:
+        words = label.split()
+        if len(words) != 2:
+            continue
+        for gi, group in enumerate(profile.synonyms):
+            if words[0] in group:
+                groups.setdefault((gi, words[1]), []).append(label)
+                break
+    out = {}
+    for labels in groups.values():
+        if len(labels) < 2:
+            continue
+        winner = min(labels, key=lambda lab: (lab not in themes, -weight[lab], lab))
+        for lab in labels:
+            if lab != winner and lab not in themes:
+                out[lab] = winner
+    return out
+
+
+def name_pairs(seen: Counter, capitalised: Counter, share: float = NAME_SHARE,
+               min_occurrences: int = NAME_MIN_OCCURRENCES) -> set[tuple[str, str]]:
+    """Raw bigrams written as a proper name: both words capitalised in at least `share` of
+    their occurrences inside a sentence (not its first word), over at least
+    `min_occurrences` of them ("Old Town", "New York"; never "happy hour")."""
+    return {pair for pair, n in seen.items() if n >= min_occurrences and capitalised[pair] >= share * n}
+
+
+def cased_pairs(text: str) -> tuple[Counter, Counter]:
+    """Occurrences of each adjacent word pair inside a sentence after its first word, and
+    how many of them have both words capitalised (the text as written; `sentences` cuts it)."""
+    from dpspin_sql.mentions import cased_sentences
+
+    seen: Counter = Counter()
+    caps: Counter = Counter()
+    for words in cased_sentences(text):
+        for i in range(1, len(words) - 1):
+            a, b = words[i], words[i + 1]
+            if a is None or b is None:
+                continue
+            pair = (a.lower(), b.lower())
+            seen[pair] += 1
+            if a[:1].isupper() and b[:1].isupper():
+                caps[pair] += 1
+    return seen, caps
 
 
 # -- noun phrases: a public POS lexicon and the phrase's use in the aux split ---------------
@@ -420,6 +497,8 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     seen: Counter[tuple[str, str]] = Counter()
     clause: Counter[tuple[str, str]] = Counter()
     lex = pos_lexicon() if prof.pos_filter else None
+    cased_seen: Counter[tuple[str, str]] = Counter()
+    cased_caps: Counter[tuple[str, str]] = Counter()
     for text in iter_aux_texts(con):
         words, bigrams = doc_words_and_bigrams(text, prof)
         raw_df.update(bigrams)
@@ -428,7 +507,13 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
             s_, c_ = phrase_usage(text, prof, lex)
             seen.update(s_)
             clause.update(c_)
-    final, removed = theme_map(raw_df, word_df, prof)
+        if prof.excludes("names"):
+            a_, b_ = cased_pairs(text)
+            cased_seen.update(a_)
+            cased_caps.update(b_)
+    names = name_pairs(cased_seen, cased_caps) if prof.excludes("names") else set()
+    synonym_merges: dict[str, str] = {}
+    final, removed = theme_map(raw_df, word_df, prof, names, synonym_merges)
     before = final
     final, not_noun = pos_filter(final, prof, seen, clause)
     removed["not_noun_phrase"] = len(before) - len(final)   # raw bigrams, like the other reasons
@@ -448,7 +533,8 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
     for i, (label, n) in enumerate(kept):
         forms = [v for v, _ in sorted(variants[label], key=lambda vn: (-vn[1], vn[0]))]
         others = [f for f in forms if f != label][:3]
-        description = f'reviews that mention "{label}"' + (f" (also: {', '.join(others)})" if others else "")
+        # what the atom is; what its mass counts depends on the scorer (the plan's `measure`)
+        description = f'the phrase "{label}" in a review' + (f" (also: {', '.join(others)})" if others else "")
         atoms.append(Atom(i, label, description, float(n)))
         entries.append({"atom_id": i, "label": label, "aux_support": float(n), "variants": forms})
     if not atoms:
@@ -472,7 +558,13 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
             "above_threshold": len(above),
             "beyond_m": len(above) - len(kept),
             "final_m": len(atoms),
+            "synonym_merges": len(synonym_merges),
         },
+        # the synonym merges into the kept themes (their phrases are also the themes' variants)
+        "synonym_merges": {a: b for a, b in sorted(synonym_merges.items()) if b in {lab for lab, _ in kept}},
+        "shortfall": (f"{len(atoms)} atoms, not the {m} asked for (-m {m}): only {len(above)} phrases reach the "
+                      f"minimum auxiliary support {threshold} in {n_aux} auxiliary records (lower --min-support, "
+                      "or use a larger auxiliary split)" if m is not None and len(atoms) < m else None),
         "atoms": entries,
         # labels the noun-phrase rule dropped that would otherwise have reached the threshold
         "not_noun_phrases": [{"label": lab, "aux_support": float(n), "reason": not_noun[lab]}
@@ -483,11 +575,21 @@ def build_phrases(con: duckdb.DuckDBPyConnection, *, profile: str | Path | Profi
 
 
 def atom_documents(texts: list[str], manifest: dict) -> list[set[int]]:
-    """For each text, the phrase atoms (ids) whose recorded variants it contains.
+    """For each text, the phrase atoms (ids) it mentions: a recorded variant or the label,
+    or one of them with its head word in the other number (dpspin_sql.mentions).
 
-    Used to fit per-atom auxiliary centroids; reads the rules from the manifest so it
-    matches exactly what the builder counted.
+    Used to fit per-atom auxiliary centroids and as the fidelity labels of a phrase
+    dictionary; reads the variants from the manifest, so it matches what the builder counted.
     """
-    prof = _resolve({k: v for k, v in manifest["rules"].items() if k not in ("source",)}, manifest.get("profile_source", ""))
-    lookup = {tuple(v.split()): e["atom_id"] for e in manifest["atoms"] for v in e.get("variants", [])}
-    return [{lookup[p] for p in raw_bigrams(t, prof) if p in lookup} for t in texts]
+    matcher = mention_matcher(manifest)
+    ids = [int(e["atom_id"]) for e in manifest["atoms"]]
+    return [{ids[j] for j in matcher.atoms_of(t or "")} for t in texts]
+
+
+def atom_forms(manifest: dict) -> list[list[str]]:
+    """Each phrase atom's forms, in manifest order (label, variants, head inflections)."""
+    return [phrase_forms(e["label"], e.get("variants") or []) for e in manifest["atoms"]]
+
+
+def mention_matcher(manifest: dict) -> PhraseMatcher:
+    return PhraseMatcher(atom_forms(manifest))

@@ -34,9 +34,12 @@ SCHEMA_VERSION = "2"
 SEGMENTED_SCHEMA_VERSION = "3"
 
 NOTES = {
-    "noisy_mass": "noisy_mass is the released total weight of the atom: each record spreads at most one unit of "
-            "mass over at most K atoms (a user at most B units in all), plus noise; it may be negative. "
-            "display_mass = max(noisy_mass, 0).",
+    "noisy_mass": "noisy_mass is the released total weight of the atom in the unit mass_unit states: each record "
+            "gives at most one unit of mass, to at most K atoms it expresses (a user at most B units in all), "
+            "plus noise; it may be negative. display_mass = max(noisy_mass, 0).",
+    "assignment": "assignment says how records were mapped to atoms (public: the scorer, its calibration on the "
+                  "auxiliary split and its fidelity there: precision = share of an atom's mass from auxiliary "
+                  "records that express it, recall = share of those records given mass); it costs no budget.",
     "interval": "interval is the public accuracy interval around noisy_mass: with probability at least "
                 "interval_confidence every released interval of this plan covers the true (non-private) mass "
                 "at once. It comes from the public noise scale alone and costs no privacy budget.",
@@ -68,10 +71,12 @@ class PlanAtom:
     support: float | None = None
     interval: list[float] | None = None
     support_interval: list[float] | None = None
+    measure: str | None = None           # what the atom's mass counts, e.g. 'records that mention "x"'
+    fidelity: dict | None = None         # {precision, recall} of the assignment on held-out aux records
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for optional in ("support", "interval", "support_interval"):
+        for optional in ("support", "interval", "support_interval", "measure", "fidelity"):
             if d[optional] is None:
                 del d[optional]
         return d
@@ -116,6 +121,8 @@ class Plan:
     interval_confidence: float | None = None
     interval_half_width: float | None = None
     bin_rule: str | None = None
+    mass_unit: str | None = None         # one unit of mass, in words (the assignment's scorer decides it)
+    assignment: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -188,16 +195,21 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary_id: str,
-              release_id: str | None = None, ledger_chain: str | None = None) -> Plan:
+              release_id: str | None = None, ledger_chain: str | None = None,
+              assignment: dict | None = None) -> Plan:
     """Assemble the plan from the noisy release and public inputs only.
 
     `atoms` is the public dictionary in sketch order (position i ↔ sketch coordinate i).
     Support, bins, ranks and intervals are post-processing of the noisy masses and the
-    public noise scale.
+    public noise scale. `assignment` (`assign.assignment_info`: the scorer, its unit and
+    its fidelity on auxiliary records) is public; only the admitted atoms' entries of
+    its per-atom fidelity reach the plan.
     """
+    assignment = dict(assignment or {})
+    per_atom = {int(e["atom_id"]): e for e in ((assignment.get("fidelity") or {}).get("atoms") or [])}
     request = mechanism.request
     if request.segments is not None and not isinstance(noisy, SegmentNoise):
-        return _segmented_plan(noisy, mechanism, atoms, dictionary_id, release_id, ledger_chain)
+        return _segmented_plan(noisy, mechanism, atoms, dictionary_id, release_id, ledger_chain, assignment)
     denominator = request.public_denominator
     bins, basis = request.plan_bins()
     margin = request.comparison_margin
@@ -215,9 +227,14 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
         bin_name = assign_bin(support if support is not None else rank, bins, basis)  # None iff no denominator
         if interval[0] <= 0:
             bin_name = "low"   # indistinguishable from no mass at the stated confidence
+        fid = per_atom.get(int(atom.atom_id))
         plan_atoms.append(PlanAtom(atom_id=int(atom.atom_id), label=atom.label, description=atom.description or "",
                                    noisy_mass=float(value), display_mass=display, bin=bin_name, rank=rank,
-                                   support=support, interval=interval, support_interval=support_interval))
+                                   support=support, interval=interval, support_interval=support_interval,
+                                   measure=(assignment["measure"].replace("{label}", atom.label)
+                                            if assignment.get("measure") else None),
+                                   fidelity=({"precision": fid.get("precision"), "recall": fid.get("recall")}
+                                             if fid else None)))
     eps_cost, delta_cost = mechanism.cost
     details = {"noise": mechanism.noise_kind, "comparison_confidence": request.comparison_confidence,
                "fixed_point_scale": mechanism.scale} | mechanism.extra
@@ -232,7 +249,22 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
                 atoms=plan_atoms, privacy_cost={"epsilon": eps_cost, "delta": delta_cost},
                 mechanism_details=details, release_id=release_id, ledger_chain=ledger_chain,
                 interval_confidence=request.interval_confidence, interval_half_width=half,
-                bin_rule=bin_rule(bins, basis), notes=dict(NOTES))
+                bin_rule=bin_rule(bins, basis), mass_unit=assignment.get("mass_unit"),
+                assignment=public_assignment(assignment), notes=dict(NOTES))
+
+
+def public_assignment(info: dict) -> dict:
+    """The plan's `assignment` block: the scorer and its whole-dictionary fidelity (never
+    per-atom entries, which would name atoms outside the admitted set)."""
+    if not info:
+        return {}
+    fid = info.get("fidelity") or None
+    keep = ("precision", "recall", "macro_precision", "macro_recall", "spearman_mass_expressing", "records")
+    return {"scorer": info.get("scorer"), "calibrated": bool(info.get("calibrated")),
+            "mention_based": bool(info.get("mention_based")), "definition": info.get("definition"),
+            "split": info.get("split"),
+            "fidelity": {k: fid.get(k) for k in keep} if fid else None,
+            "fidelity_minimum": info.get("fidelity_minimum")}
 
 
 class SegmentNoise(NoisyRelease):
@@ -240,7 +272,7 @@ class SegmentNoise(NoisyRelease):
 
 
 def _segmented_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary_id: str,
-                    release_id: str | None, ledger_chain: str | None) -> Plan:
+                    release_id: str | None, ledger_chain: str | None, assignment: dict) -> Plan:
     """A segmented plan (docs/DESIGN.md §11): each segment's admitted atoms made into plan
     atoms by `make_plan` itself (ranks within the segment; the intervals are the segmented
     mechanism's, which hold for every coordinate at once), gathered under `segments`."""
@@ -254,7 +286,7 @@ def _segmented_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dict
     for s in range(segments.S):
         ranked = sorted(parts[s], key=lambda iv: (-iv[1], iv[0]))   # by noisy mass, ties: lower atom index
         plans.append(make_plan(SegmentNoise([i for i, _ in ranked], [v for _, v in ranked]), mechanism, atoms,
-                               dictionary_id, release_id, ledger_chain))
+                               dictionary_id, release_id, ledger_chain, assignment=assignment))
     plan = plans[0]
     plan.segments = [PlanSegment(label, p.atoms) for label, p in zip(segments.labels, plans)]
     plan.atoms = []

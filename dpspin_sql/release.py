@@ -76,6 +76,7 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
         outputs.reserve(out, "--out", len(dictionary_text.encode()) + _plan_size_bound(atoms, request.L))
     eps, delta = mechanism.cost
     ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
+    assignment = assignment_info(con, engine.details())   # public: what a mass measures (aux-only facts)
     sketch = engine.sketch(con, request.bounds)
     _check_sketch(sketch, request, atoms)
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this
@@ -90,7 +91,8 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
         # this frame unless the transaction commits (ledger.charge)
         seen: list[np.ndarray] = []
         noisy = mechanism.apply(sketch.mass, seen.append if observe is not None else None)
-        plan = make_plan(noisy, mechanism, atoms, dictionary_id, charged.release_id, charged.row_hash)
+        plan = make_plan(noisy, mechanism, atoms, dictionary_id, charged.release_id, charged.row_hash,
+                         assignment=assignment)
         made.update(plan=plan, text=plan.to_json(), seen=seen)
         return made["text"], dictionary_text
 
@@ -171,6 +173,14 @@ def _plan_size_bound(atoms: list[Atom], L: int) -> int:
     numbers plus the longest labels and descriptions (JSON-escaped at most 6 bytes a char)."""
     longest = sorted((len(a.label) + len(a.description or "") for a in atoms), reverse=True)[:max(L, 0)]
     return 8192 + 1024 * max(L, 0) + 6 * sum(longest)
+
+
+def assignment_info(con: duckdb.DuckDBPyConnection, details: dict) -> dict:
+    """What the release's masses measure (`assign.assignment_info`); read before the charge,
+    so the plan that follows it cannot fail on it."""
+    from dpspin_sql.assign import assignment_info as info
+
+    return info(con, details)
 
 
 def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) -> None:

@@ -31,6 +31,14 @@ def plan_table(plan: Plan) -> Table:
     per_user = f", each user at most B={plan.B:g} in all" if plan.unit == "user" else ""
     caption = [f"mass: the atom's total weight (each record gives at most 1, split over ≤ K={plan.K} atoms"
                f"{per_user}), plus noise"]
+    if plan.mass_unit:
+        caption.append(f"unit of mass: {plan.mass_unit}")
+    fid = (plan.assignment or {}).get("fidelity")
+    if fid and fid.get("precision") is not None:
+        caption.append(f"assignment fidelity on held-out auxiliary records: precision {fid['precision']:.2f}, "
+                       f"recall {fid['recall']:.2f} ({plan.assignment.get('scorer')} scorer)")
+    elif plan.assignment:
+        caption.append(f"assignment fidelity: not measured ({plan.assignment.get('scorer')} assignments)")
     if has_interval:
         caption.append(f"interval: noisy mass ± {plan.interval_half_width:.3g}; the {len(rows)} intervals "
                        f"hold together with {_conf(plan)} confidence")

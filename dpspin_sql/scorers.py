@@ -54,8 +54,19 @@ def _sanitise(scores) -> np.ndarray:
     return scores
 
 
-def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = False):
+def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = False, thresholds=None,
+                  per_record: int | None = None):
     """The assignment rule on a score matrix, columnar: (row, column, weight) arrays.
+
+    With `thresholds` (one per column, calibrated on the auxiliary split: the calibrated
+    rule, docs/DESIGN.md §1): a record expresses an atom when its score reaches the atom's
+    threshold, and only those atoms compete; the K highest-scoring of them are kept (a tie
+    to the lower column), and each gets 1/k of the record's unit (`renormalise`, k the
+    number kept) or 1/K (not renormalised). A record that reaches no threshold keeps
+    nothing (it abstains). `per_record` (≤ K, calibrated rule only) keeps fewer atoms than K per
+    record (1 for exclusive categories) while a share stays 1/K. Without thresholds (the
+    uncalibrated rule, for comparison and for scorers
+    saved before calibration existed):
 
     Per row: the K highest positive scores, in descending order, a tie going to the lower
     column; kept weights scaled to sum 1 (`renormalise`) or only scaled down when above 1;
@@ -68,6 +79,11 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
     A scipy sparse matrix (the keyword scorer's) is ranked on its positive entries only.
     `owned=True` lets the function sanitise `scores` (a float64 array) in place.
     """
+    share_K = int(K)
+    if thresholds is not None:
+        scores, owned = relevant_scores(scores, thresholds), True
+        if per_record is not None:
+            K = min(int(per_record), share_K)
     if sparse.issparse(scores):
         n, m = scores.shape
         k = min(int(K), m)
@@ -86,6 +102,8 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
         if n == 0 or k == 0:
             return _empty_columns()
         kept, cols = _top_k_dense(scores, k)
+    if thresholds is not None:
+        return _uniform_columns(kept, cols, share_K, renormalise)
     total = kept.sum(axis=1, keepdims=True)
     if renormalise:
         denom = np.where(total > 0, total, 1.0)
@@ -93,6 +111,57 @@ def top_k_columns(scores, K: int, *, renormalise: bool = True, owned: bool = Fal
         denom = np.where(total > 1.0, total, 1.0)
     weights = kept / denom
     multi = (kept > 0).sum(axis=1) > 1
+    weights[multi] *= _SHRINK
+    keep = weights > 0
+    rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[keep]
+    return rows, cols[keep].astype(np.int64, copy=False), weights[keep]
+
+
+def relevant_scores(scores, thresholds):
+    """The score where it reaches its column's threshold, else 0 (sanitised: NaN, ±inf and
+    negative scores are 0; an infinite threshold is never reached).
+
+    Dense in, dense out (a new float64 array); sparse in, CSR out."""
+    tau = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+    if sparse.issparse(scores):
+        S = sparse.csr_matrix(scores, dtype=np.float64, copy=True)
+        if S.shape[1] != tau.size:
+            raise ValueError("one threshold per atom column is needed")
+        t = tau[S.indices]
+        data = np.asarray(S.data, dtype=np.float64)
+        ok = np.isfinite(data) & (data > 0) & np.isfinite(t) & (data >= t)
+        S.data = np.where(ok, data, 0.0)
+        S.eliminate_zeros()
+        return S
+    S = _sanitise(scores)
+    if S.shape[1] != tau.size:
+        raise ValueError("one threshold per atom column is needed")
+    reached = (S >= tau) & np.isfinite(tau) & (S > 0)
+    return np.where(reached, S, 0.0)
+
+
+def best_only(scores) -> np.ndarray:
+    """Each row's highest sanitised score (the lower column on a tie), every other entry 0."""
+    S = scores.toarray() if sparse.issparse(scores) else scores
+    S = _sanitise(S)
+    out = np.zeros_like(S)
+    if S.size:
+        j = S.argmax(axis=1)
+        rows = np.arange(S.shape[0])
+        out[rows, j] = S[rows, j]
+    return out
+
+
+def _uniform_columns(kept: np.ndarray, cols: np.ndarray, K: int, renormalise: bool):
+    """Equal weights for each record's kept atoms: 1/k of its unit (k kept) or 1/K."""
+    n, k = kept.shape
+    on = kept > 0
+    count = on.sum(axis=1, keepdims=True)
+    if renormalise:
+        weights = np.where(on, 1.0 / np.maximum(count, 1), 0.0)
+    else:
+        weights = np.where(on, 1.0 / max(int(K), 1), 0.0)
+    multi = count[:, 0] > 1
     weights[multi] *= _SHRINK
     keep = weights > 0
     rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[keep]
@@ -164,11 +233,12 @@ def _top_k_sparse(S: sparse.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]
     return kept, out_cols
 
 
-def top_k_normalise(scores: np.ndarray, atom_ids: np.ndarray, K: int, *, renormalise: bool = True):
+def top_k_normalise(scores: np.ndarray, atom_ids: np.ndarray, K: int, *, renormalise: bool = True,
+                    thresholds=None):
     """`top_k_columns` as one list of (atom_id, weight) per row; a row with no positive score is []."""
     if not sparse.issparse(scores):
         scores = np.asarray(scores)
-    rows, cols, weights = top_k_columns(scores, K, renormalise=renormalise)
+    rows, cols, weights = top_k_columns(scores, K, renormalise=renormalise, thresholds=thresholds)
     n = scores.shape[0]
     return _as_lists(n, rows, np.asarray(atom_ids)[cols], weights)
 
@@ -196,9 +266,15 @@ def _npz(arrays: dict[str, np.ndarray]) -> bytes:
 class Scorer:
     """Base: subclasses implement `scores(texts) -> ndarray (n × m)` and their state.
 
-    `renormalise` (default True) scales a record's kept scores to sum 1; False keeps them
-    (scaled down only above 1). It is saved with the scorer; a saved scorer without the
-    field keeps the behaviour its kind had before the field existed (`_LEGACY_RENORMALISE`).
+    `renormalise` (default True) gives each record's kept atoms its whole unit; False
+    keeps less (see `top_k_columns`). `thresholds` (one per atom, fitted on the auxiliary
+    split by `dpspin_sql.relevance.calibrate`) switch on the calibrated rule: a record
+    gives mass only to the atoms it reaches the threshold of, and may give none. None is
+    the uncalibrated top-K rule. `calibration` is the public record of how the thresholds
+    were fitted and how faithful the map is on held-out auxiliary records (fidelity).
+    Both are saved with the scorer; a saved scorer without `renormalise` keeps the
+    behaviour its kind had before the field existed (`_LEGACY_RENORMALISE`), one without
+    thresholds the uncalibrated rule.
     """
 
     kind = "base"
@@ -209,11 +285,42 @@ class Scorer:
         if not isinstance(renormalise, (bool, np.bool_)):
             raise ValueError(f"renormalise must be True or False, not {renormalise!r}")
         self.renormalise = bool(renormalise)
+        self.thresholds: np.ndarray | None = None
+        self.calibration: dict | None = None
+
+    @property
+    def exclusive(self) -> bool:
+        """The dictionary's atoms exclude each other (a record has one category): a record
+        expresses at most one, its best-scoring atom above threshold."""
+        return bool((self.calibration or {}).get("exclusive"))
+
+    def kept(self, K: int) -> int:
+        """How many atoms a record may keep: K, or 1 for exclusive atoms."""
+        return min(int(K), 1) if self.exclusive and self.thresholds is not None else int(K)
+
+    def calibrate(self, thresholds, calibration: dict | None = None) -> Scorer:
+        """Set the per-atom thresholds (finite and > 0, or +inf: never reached) and their record."""
+        tau = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+        if tau.size != self.atom_ids.size:
+            raise ValueError(f"{tau.size} thresholds for {self.atom_ids.size} atoms")
+        if np.isnan(tau).any() or (tau <= 0).any():
+            raise ValueError("thresholds must be positive (or +inf)")
+        self.thresholds = tau
+        self.calibration = dict(calibration or {})
+        return self
+
+    @property
+    def calibrated(self) -> bool:
+        return self.thresholds is not None
 
     def scores(self, texts: list[str]) -> np.ndarray:
         """The (n × m) score matrix, dense."""
         S = self._score_matrix(self._texts(texts))
         return S.toarray() if sparse.issparse(S) else S
+
+    def raw_scores(self, texts: list[str]):
+        """The score matrix as the scorer computes it (dense float64, or sparse for the keyword scorer)."""
+        return self._score_matrix(self._texts(texts))
 
     def _score_matrix(self, texts: list[str]):  # pragma: no cover - abstract
         """Scores as a dense float64 array (owned by the caller) or a scipy sparse matrix."""
@@ -231,7 +338,11 @@ class Scorer:
         texts = self._texts(texts)
         if not texts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-        rows, cols, weights = top_k_columns(self._score_matrix(texts), K, renormalise=self.renormalise, owned=True)
+        S = self._score_matrix(texts)
+        if self.exclusive and self.thresholds is not None:
+            S = best_only(S)      # a record's one category is its best-scoring atom, kept if it reaches the threshold
+        rows, cols, weights = top_k_columns(S, K, renormalise=self.renormalise,
+                                            owned=True, thresholds=self.thresholds, per_record=self.kept(K))
         return rows, self.atom_ids[cols], weights
 
     def score_top_k(self, texts: list[str], K: int) -> list[list[tuple[int, float]]]:
@@ -252,6 +363,9 @@ class Scorer:
     def to_bytes(self) -> bytes:
         meta, arrays = self.state()
         meta = dict(meta, kind=self.kind, format=1, renormalise=self.renormalise)
+        if self.thresholds is not None:
+            arrays = dict(arrays, thresholds=self.thresholds)
+            meta["calibration"] = self.calibration or {}
         return _npz({"__meta__": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
                      "atom_ids": self.atom_ids, **arrays})
 
@@ -264,13 +378,27 @@ class Scorer:
 
 
 class KeywordScorer(Scorer):
-    """Baseline: an atom scores the number of its label's content words found in the text."""
+    """Counts what an atom's definition names, nothing fitted.
+
+    Label words (any dictionary): an atom scores the number of its label's content words
+    found in the text. Phrases (a phrase dictionary: `phrases` given): an atom scores the
+    number of its phrase forms the text mentions (dpspin_sql.mentions: the label, the
+    variants the builder merged into it and their head inflections, as adjacent words of
+    one sentence), so a mass is a count of records that mention the theme."""
 
     kind = "keyword"
 
-    def __init__(self, atom_ids, words: list[list[str]], *, renormalise: bool = True):
+    def __init__(self, atom_ids, words: list[list[str]], *, renormalise: bool = True,
+                 phrases: list[list[str]] | None = None):
         super().__init__(atom_ids, renormalise=renormalise)
         self.words = [list(w) for w in words]
+        self.phrases = None if phrases is None else [list(p) for p in phrases]
+        if self.phrases is not None:
+            if len(self.phrases) != len(self.atom_ids):
+                raise ValueError(f"{len(self.phrases)} phrase lists for {len(self.atom_ids)} atoms")
+            from dpspin_sql.mentions import PhraseMatcher
+
+            self._matcher = PhraseMatcher(self.phrases)
         vocab = sorted({w for ws in self.words for w in ws})
         self._vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, binary=True,
                                            vocabulary=vocab or ["\x00"])
@@ -280,21 +408,31 @@ class KeywordScorer(Scorer):
         cols = [j for j, ws in enumerate(self.words) for _ in ws]
         self._W = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(max(len(vocab), 1), len(self.words)))
 
+    @property
+    def mode(self) -> str:
+        return "phrases" if self.phrases is not None else "label words"
+
     @classmethod
-    def from_atoms(cls, atoms, *, renormalise: bool = True) -> KeywordScorer:
-        return cls([a.atom_id for a in atoms], [content_words(a.label) for a in atoms], renormalise=renormalise)
+    def from_atoms(cls, atoms, *, renormalise: bool = True, phrases: list[list[str]] | None = None) -> KeywordScorer:
+        return cls([a.atom_id for a in atoms], [content_words(a.label) for a in atoms], renormalise=renormalise,
+                   phrases=phrases)
 
     def _score_matrix(self, texts):
+        if self.phrases is not None:
+            return self._matcher.counts(texts)
         X = self._counter.counts(texts, dtype=np.float64)
         X.data[:] = 1.0                       # binary: a word counts once
         return X @ self._W                    # sparse, small integers (exact in any order)
 
     def state(self):
-        return {"words": self.words}, {}
+        meta: dict = {"words": self.words}
+        if self.phrases is not None:
+            meta["phrases"] = self.phrases
+        return meta, {}
 
     @classmethod
     def from_state(cls, meta, arrays):
-        return cls(arrays["atom_ids"], meta["words"], renormalise=cls._renormalise_of(meta))
+        return cls(arrays["atom_ids"], meta["words"], renormalise=cls._renormalise_of(meta), phrases=meta.get("phrases"))
 
 
 TFIDF_PARAMS = {"token_pattern": TOKEN_PATTERN, "lowercase": True, "sublinear_tf": True, "dtype": np.float32}
@@ -461,4 +599,10 @@ def from_bytes(blob: bytes) -> Scorer:
     cls = SCORERS.get(meta.get("kind"))
     if cls is None:   # the embedding scorers register here when dpspin_sql.embedding is imported
         raise ValueError(f"unknown scorer kind {meta.get('kind')!r} (load it with assign.scorer_from_bytes)")
-    return cls.from_state(meta, arrays)
+    scorer = cls.from_state(meta, arrays)
+    if "thresholds" in arrays:
+        calibration = meta.get("calibration") or {}
+        if not isinstance(calibration, dict):
+            raise ValueError("saved scorer: calibration must be an object")
+        scorer.calibrate(arrays["thresholds"], calibration)
+    return scorer

@@ -44,6 +44,34 @@ def reference_top_k(scores, atom_ids, K, renormalise=True):
     return [[(a, w) for a, w in zip(ids, ws) if w > 0] for ids, ws in zip(atom_ids[order].tolist(), weights.tolist())]
 
 
+def reference_calibrated(scores, atom_ids, K, thresholds, renormalise=True, keep=None):
+    """The calibrated rule written out: atoms whose score reaches their threshold, ranked by
+    score (stable: lower column first), the K best, equal shares of the unit."""
+    scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    out = []
+    for row in scores:
+        above = [(row[j], j) for j in range(len(row))
+                 if row[j] > 0 and np.isfinite(thresholds[j]) and row[j] >= thresholds[j]]
+        kept = [j for _, j in sorted(above, key=lambda rj: -rj[0])][:K if keep is None else keep]   # stable
+        w = (1.0 / len(kept) if renormalise else 1.0 / K) if kept else 0.0
+        w = w * scorers._SHRINK if len(kept) > 1 else w
+        out.append([(int(atom_ids[j]), w) for j in kept])
+    return out
+
+
+def reference_assignment(scores, scorer, K):
+    if scorer.thresholds is None:
+        return reference_top_k(scores, scorer.atom_ids, K, scorer.renormalise)
+    keep = None
+    if (scorer.calibration or {}).get("exclusive"):      # one category per record: the best, if it reaches
+        keep, scores = 1, np.asarray(scores, dtype=np.float64).copy()
+        best = np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0).argmax(axis=1)
+        mask = np.zeros(scores.shape, dtype=bool)
+        mask[np.arange(len(scores)), best] = True
+        scores[~mask] = 0.0
+    return reference_calibrated(scores, scorer.atom_ids, K, scorer.thresholds, scorer.renormalise, keep)
+
+
 def reference_scores(scorer, texts):
     """Scores the slow way: sklearn's transform, scipy sparse products."""
     texts = ["" if t is None else str(t) for t in texts]
@@ -172,18 +200,22 @@ def fitted(tmp_path_factory):
     builders.build(con, "metadata", fields=FIELDS, m=10)
     out = {kind: assign.fit_scorer(con, kind) for kind in ("keyword", "similarity", "supervised")}
     out["supervised-raw"] = assign.fit_scorer(con, "supervised", renormalise=False)
+    for kind in ("keyword", "similarity", "supervised"):
+        out[f"{kind}-uncalibrated"] = assign.fit_scorer(con, kind, calibrate=False)
     texts = [r[0] for r in con.execute("SELECT text FROM records ORDER BY record_id").fetchall()]
     return out, texts + NASTY
 
 
-@pytest.mark.parametrize("kind", ["keyword", "similarity", "supervised", "supervised-raw"])
+@pytest.mark.parametrize("kind", ["keyword", "similarity", "supervised", "supervised-raw", "keyword-uncalibrated",
+                                  "similarity-uncalibrated", "supervised-uncalibrated"])
 @pytest.mark.parametrize("K", [1, 2, 3, 9, 50])
 def test_scorers_match_the_reference(fitted, kind, K):
     scorers_, texts = fitted
     sc = scorers_[kind]
+    assert sc.calibrated is not kind.endswith("-uncalibrated")
     ref = reference_scores(sc, texts)
     assert same_bits(sc.scores(texts), ref)
-    assert sc.score_top_k(texts, K) == reference_top_k(ref, sc.atom_ids, K, sc.renormalise)
+    assert sc.score_top_k(texts, K) == reference_assignment(ref, sc, K)
     again = scorers.from_bytes(sc.to_bytes())
     assert again.score_top_k(texts, K) == sc.score_top_k(texts, K)
 

@@ -325,7 +325,7 @@ def cfpb_store(tmp_path_factory):
     assert run(["atoms", "load", "--db", str(db), "--input", str(DATA / "cfpb_taxonomy.csv")]) == 0
     con = store.connect(db)
     report = assign.assign(con, scorer="keyword", K=3)
-    assert report.n_assigned > 1000
+    assert report.n_assigned > 500      # records that contain every word of an atom's label; the rest abstain
     con.close()
     return db
 

@@ -54,6 +54,20 @@ def plans(tmp_path_factory):
             out[name] = read_plan(path)
     finally:
         con.close()
+    # a store whose assignments a calibrated scorer wrote: the plan carries its unit and fidelity
+    from dpspin_sql import assign, builders, ledger
+    from tests.helpers.atoms import cfpb_like, make_store
+
+    scored = make_store(d, cfpb_like(12) + cfpb_like(12, split="target", start=5000), name="scored.duckdb")
+    try:
+        ledger.set_budget(scored, 10.0, 1e-5)
+        builders.build(scored, "metadata", fields=["product", "issue", "sub_issue"], m=4)
+        assign.assign(scored, "supervised", K=3)
+        path = d / "scored.json"
+        release(scored, ReleaseRequest(mechanism="laplace", epsilon=0.5, unit="record", L=3), out=path)
+        out["laplace-record-scored"] = read_plan(path)
+    finally:
+        scored.close()
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,27 @@ def test_the_datasets_block_turns_the_cfpb_csv_into_what_the_commands_expect(tmp
         db = f"s{len(source)}.duckdb"
         proc = run_bash(f"dpspin init --db {db} && dpspin load --db {db} --input {source} --preset cfpb", tmp_path)
         assert "loaded 5 records" in proc.stdout, proc.stdout
+
+
+@pytest.mark.slow
+def test_the_reviews_example_runs_and_its_masses_count_mentions(shared_data, tmp_path, monkeypatch, capsys):
+    """The reviews block as written: a dictionary of themes (fewer than -m asks for, said in
+    one line), the default scorer counting mentions, a plan that says so."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    for line in bash_blocks("## The pipeline")[1].strip().splitlines():
+        argv = shlex.split(line.replace("../shared/data", str(shared_data)))
+        rc = cli.run(argv[1:])
+        err = capsys.readouterr().err
+        assert rc == 0, f"{line!r} exited {rc}: {err}"
+        if argv[1:3] == ["atoms", "build"]:
+            assert "not the 50 asked for (-m 50)" in err
+    plan = json.loads((tmp_path / "yelp_plan.json").read_text())
+    assert plan["mass_unit"].startswith("records that mention the theme") and plan["assignment"]["scorer"] == "keyword"
+    assert all(a["measure"] == f'records that mention "{a["label"]}"' for a in plan["atoms"])
+    labels = {a["label"] for a in plan["atoms"]}
+    assert not labels & {"strip mall", "old town", "mashed potatoes", "great food"}
 
 
 # -- "DP from SQL": core, Spark, PostgreSQL + two-phase, in one directory ------------------------

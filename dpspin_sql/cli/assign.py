@@ -17,20 +17,35 @@ assignments_app = typer.Typer(help="Bring-your-own-classifier assignments (recor
 
 @app.command("assign")
 def assign_cmd(db: Path = DB,
-               scorer: str = typer.Option("similarity", "--scorer",
-                                          help="similarity | supervised | keyword | embedding | embedding-supervised "
-                                               "(the last two need the embed extra)"),
+               scorer: str = typer.Option("auto", "--scorer",
+                                          help="auto | keyword | similarity | supervised | embedding | "
+                                               "embedding-supervised (the last two need the embed extra). auto: "
+                                               "keyword for phrase atoms (a mass counts records that mention the "
+                                               "theme), supervised for metadata atoms, similarity otherwise."),
                K: int = typer.Option(3, "-K", help="Atoms kept per record."),
                centroid: bool = typer.Option(True, "--centroid/--no-centroid",
                                              help="similarity/embedding: add auxiliary centroids to the atom texts."),
+               calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate",
+                                              help="Fit per-atom relevance thresholds on the auxiliary split and give "
+                                                   "mass only to atoms a record reaches (it may give none); "
+                                                   "--no-calibrate is the old top-K rule, for comparison: every "
+                                                   "record spends its unit whatever its scores."),
                renormalise: bool = typer.Option(True, "--renormalise/--no-renormalise",
-                                                help="Scale each record's kept top-K scores to sum 1 (its full unit of "
-                                                     "mass); --no-renormalise keeps them as they are (scaled down "
-                                                     "only above 1)."),
+                                                help="Give each record's kept atoms its whole unit (1/k each); "
+                                                     "--no-renormalise gives 1/K each (uncalibrated: the raw scores, "
+                                                     "scaled down only above 1)."),
                evaluate: bool = typer.Option(False, "--evaluate/--no-evaluate",
                                              help="Also report top-1 accuracy and top-10 overlap (metadata dictionaries)."),
                as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON.")) -> None:
-    """Fit the assignment map on the auxiliary split and assign every target record (top-K, L1 ≤ 1)."""
+    """Fit the assignment map on the auxiliary split and assign every target record (≤ K atoms, total ≤ 1).
+
+    A record gives mass only to the atoms it expresses by the scorer's calibrated
+    thresholds, and none when it expresses none. The report says what one unit of mass
+    is and how faithful the map is on held-out auxiliary records (precision: share of an
+    atom's mass from records that express it; recall: share of those records assigned).
+
+    Example: dpspin assign --db reviews.duckdb -K 3
+    """
     from dpspin_sql import assign
 
     assign.check_K(K)
@@ -38,9 +53,11 @@ def assign_cmd(db: Path = DB,
     opts: dict = {"centroid": False} if not centroid and scorer in ("similarity", "embedding") else {}
     if not renormalise:
         opts["renormalise"] = False
+    if not calibrate:
+        opts["calibrate"] = False
     total = assign.count_target(con)
     with progress_bar(disable=as_json) as bar:
-        task = bar.add_task(f"fitting the {scorer} scorer on the auxiliary split", total=None)
+        task = bar.add_task(f"fitting the {scorer} scorer on the auxiliary split and calibrating it", total=None)
 
         def progress(n: int) -> None:
             if bar.tasks[task].total is None:
@@ -54,12 +71,43 @@ def assign_cmd(db: Path = DB,
     if as_json:
         out.print_json(json.dumps(result))
         return
+    verb = "abstained (expressed no atom)" if report.calibrated else "scored no atom"
     out.print(f"assigned {report.n_assigned} of {report.n_records} records with {report.scorer} (K={K}, m={report.m}); "
-              f"{report.n_unassigned} scored no atom; {report.n_rows} rows in {report.seconds}s")
+              f"{report.n_unassigned} {verb}; {report.n_rows} rows in {report.seconds}s", highlight=False)
+    out.print(f"one unit of mass: {report.mass_unit}", highlight=False)
+    for line in fidelity_lines(report.fidelity, con):
+        out.print(line, highlight=False)
     if evaluate:
         ev = result["evaluation"]
         out.print(f"top-1 accuracy {ev['top1_accuracy']} on {ev['n_true_in_dictionary']} target records whose "
-                  f"combination is an atom; top-{ev['L']} overlap {ev['overlap_at_L']}/{ev['L']}")
+                  f"combination is an atom ({ev['top1_accuracy_assigned']} on the {ev['n_true_assigned']} of them "
+                  f"that gave mass); top-{ev['L']} overlap {ev['overlap_at_L']}/{ev['L']}")
+
+
+def fidelity_lines(fid: dict | None, con, worst: int = 5) -> list[str]:
+    """The fidelity part of the report: the totals, the documented minimum, the weakest atoms."""
+    from dpspin_sql import relevance
+    from dpspin_sql.atoms import current_atoms
+
+    if not fid:
+        return ["fidelity: not measured (uncalibrated map); masses need not come from records expressing their atom"]
+
+    def f(x):
+        return "n/a" if x is None else f"{x:.2f}"
+
+    missed = relevance.below_minimum(fid)
+    lines = [f"fidelity on {fid['records']} held-out auxiliary records: precision {f(fid['precision'])}, "
+             f"recall {f(fid['recall'])} (per atom: mean precision {f(fid['macro_precision'])}, mean recall "
+             f"{f(fid['macro_recall'])}); " + ("meets the documented minimum" if not missed else
+                                                 "below the documented minimum: " + "; ".join(missed))]
+    labels = {a.atom_id: a.label for a in current_atoms(con)}
+    weak = sorted((a for a in fid.get("atoms", []) if a.get("precision") is not None),
+                  key=lambda a: (a["precision"], a.get("recall") or 0, a["atom_id"]))[:worst]
+    if weak and weak[0]["precision"] < relevance.FIDELITY_MIN["precision"]:
+        lines.append("weakest atoms (precision / recall): " + "; ".join(
+            f"{labels.get(a['atom_id'], a['atom_id'])} {f(a['precision'])} / {f(a.get('recall'))}"
+            for a in weak if a["precision"] < relevance.FIDELITY_MIN["precision"]))
+    return lines
 
 
 @assignments_app.command("load")

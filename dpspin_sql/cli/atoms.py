@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from dpspin_sql import store
-from dpspin_sql.cli.common import DB, out
+from dpspin_sql.cli.common import DB, err, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer(help="The public atom dictionary: load a taxonomy or build one from the auxiliary split.",
@@ -77,6 +77,8 @@ def atoms_build(db: Path = DB,
                                           profile=profile, m=m, min_support=min_support)
     out.print(f"built {manifest['m']} atoms ({builder}) from {manifest['aux_records']} auxiliary records, "
               f"threshold {manifest['threshold']}; dictionary {dictionary_id}", markup=False)
+    if manifest.get("shortfall"):          # -m could not be met: say so
+        err.print(f"warning: {manifest['shortfall']}", markup=False, highlight=False)
     if manifest_out:
         import json
 

@@ -213,6 +213,10 @@ def _report(con, plan, request, out_path: Path, dataset: str, quiet: bool) -> No
     said = defaults_line(request) if request is not None else None
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
+    from dpspin_sql.relevance import release_warning
+
+    if warned := release_warning(plan.assignment):   # the masses may not mean what their labels say: one line
+        err.print(warned, markup=False)
     if quiet:
         out.print(str(out_path))
         return

@@ -68,6 +68,10 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                          public=tuple(public or ())).request, SQL_SETTINGS)
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
+    from dpspin_sql.relevance import release_warning
+
+    if warned := release_warning(plan.assignment):   # the masses may not mean what their labels say: one line
+        err.print(warned, markup=False)
     if quiet:
         typer.echo(str(out_path))
         return

@@ -56,6 +56,7 @@ COMMON: dict = {
     "split_seed": 0,
     "scorer": "similarity",
     "renormalise": True,          # each record's kept top-K scores scaled to sum 1 (False: the old raw scores)
+    "calibrate": True,            # mass only to atoms a record reaches the aux-calibrated threshold of (False: old top-K rule)
     "strict_sample_size": True,
     "decoder": "template",
     "max_attempts": 3,
@@ -126,13 +127,13 @@ BASELINE_SCALARS = ("baseline_mechanisms", "keyword_vocab_size", "keyword_vocabu
                     "urania_split", "urania_min_size", "urania_keywords", "judge_base_url", "judge_model")
 SCALARS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "truth_fields",
            "adjacency", "selection_fraction", "calibration", "public_denominator", "aux_fraction",
-           "split_seed", "scorer", "renormalise", "strict_sample_size", "decoder", "max_attempts",
+           "split_seed", "scorer", "renormalise", "calibrate", "strict_sample_size", "decoder", "max_attempts",
            "seeds") + BASELINE_SCALARS
 METHODS = ("dpspin", "keyword_hist", "category_hist", "urania", "np_plan", "np_kmeans")
 DP_BASELINES = ("keyword_hist", "category_hist", "urania")
 REFERENCES = ("np_plan", "np_kmeans")   # non-private: never charged, never published as DP
 PREP_KEYS = ("preset", "input", "businesses", "builder", "fields", "profile", "min_support", "m",
-             "aux_fraction", "split_seed", "unit", "scorer", "renormalise", "K", "probe")
+             "aux_fraction", "split_seed", "unit", "scorer", "renormalise", "calibrate", "K", "probe")
 
 
 @dataclass

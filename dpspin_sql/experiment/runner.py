@@ -237,7 +237,8 @@ def prepare(run: dict, path: Path) -> dict:
             manifest = probe.install_probe_atom(con, run["probe"], manifest)
         if run["m"] is not None and manifest["m"] < run["L"]:
             raise BadInput(f"the dictionary has only m={manifest['m']} atoms, fewer than L={run['L']}")
-        arep = assign.assign(con, run["scorer"], K=int(run["K"]), renormalise=bool(run.get("renormalise", True)))
+        arep = assign.assign(con, run["scorer"], K=int(run["K"]), renormalise=bool(run.get("renormalise", True)),
+                             calibrate=bool(run.get("calibrate", True)))
         truth_keys = None
         if run.get("truth_fields") and run["builder"] == "metadata" and run["truth_fields"] == run["fields"]:
             by_label = {e["label"]: e["values"] for e in manifest.get("atoms", [])}
