@@ -331,16 +331,16 @@ def describe(scorer: scorers.Scorer, manifest: dict) -> dict:
         measure = f'weight of records assigned to "{{label}}" by the {scorer.kind} scorer (uncalibrated)'
         split = "a record spreads its unit over its K best-scoring atoms, whatever their scores"
     elif mention and definition.kind == "mention":
-        unit = "records that mention the theme, a record that mentions several themes splitting its unit among them"
+        unit = "records that mention the theme; a record that mentions several themes gives each an equal share of its unit"
         measure = 'records that mention "{label}"'
     elif mention:
-        unit = ("records that contain every word of the theme's label, a record that contains several themes "
-                "splitting its unit among them")
+        unit = ("records that contain every word of the theme's label; a record that contains several themes "
+                "gives each an equal share of its unit")
         measure = 'records that mention "{label}"'
     else:
         unit = (f"weight of records assigned to the theme by the {scorer.kind} scorer, calibrated on public "
-                "records: a record gives mass only to themes it scores above their thresholds, splitting its "
-                "unit among them")
+                "records: a record gives mass only to themes it scores above their thresholds, an equal share "
+                "of its unit to each")
         measure = f'weight of records assigned to "{{label}}" by the {scorer.kind} scorer'
     return {"scorer": scorer.kind, "calibrated": scorer.calibrated, "mention_based": mention,
             "definition": calibration.get("definition_text", definition.text), "mass_unit": unit,
