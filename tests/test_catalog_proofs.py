@@ -244,9 +244,12 @@ def test_a_store_without_the_proof_takes_the_full_enforcement(tmp_path, monkeypa
         assert not accepted                                 # the project's schema admits none of them
     assert compute_sketch(con, "record", 3).mass.tolist() == reference_sketch(records, rows, ATOMS, "record", 3)
     assert compute_sketch(con, "user", 3, 1.0).mass.tolist() == reference_sketch(records, rows, ATOMS, "user", 3)
-    monkeypatch.setenv("DPSPIN_CHUNK_USERS", "1")        # one user per chunk where the store is keyed
-    assert run_sketch(con, Bounds("user", 2, 0.5), count_users=False).mass.tolist() == \
-        reference_sketch(records, rows, ATOMS, "user", 2, 0.5)
+    monkeypatch.setenv("DPSPIN_CHUNK_USERS", "2")        # two users per chunk where the store is keyed
+    assert run_sketch(con, Bounds("user", 3, 0.5), count_users=False).mass.tolist() == \
+        reference_sketch(records, rows, ATOMS, "user", 3, 0.5)
+    if edit is None:                                     # the project's store: the compiled, chunked query
+        flags = {"canonical": True, "keyed": True}
+        assert len(store_plan(con, "user", flags, K=3)) > 1 and flags["all_fast"] and flags["atoms_dense"]
     # the store plan's own facts never contradict the catalog's
     flags = {"canonical": facts.canonical, "keyed": facts.keyed}
     store_plan(con, "user", flags, K=3)

@@ -525,3 +525,25 @@ def test_a_cached_mechanism_must_match_its_request_and_its_maps():
             parts[i] = tampered
             with pytest.raises(BadInput, match="does not match its d_in or its charged cost"):
                 replace(mech, parts=tuple(parts)).check(request, 10)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("confidence", [0.9, 0.99, 0.999])
+def test_the_comparison_margin_is_the_quantile_of_a_difference_of_two_draws(kind, confidence):
+    """A plan's comparison margin: two released values whose gap clears it are ordered as the
+    true masses are with probability ≥ confidence — the margin is the confidence quantile of
+    X − Y for two independent draws (checked against scipy's distributions, the Laplace one by
+    numerical convolution, not against the module's own formula)."""
+    from scipy import integrate
+
+    from dpspin_sql.mechanisms import comparison_margin
+
+    scale = 2.5
+    margin = comparison_margin(kind, scale, confidence)
+    if kind == "gaussian":
+        tail = stats.norm.sf(margin, scale=scale * math.sqrt(2))
+    else:
+        tail = integrate.quad(lambda y: stats.laplace.pdf(y, scale=scale) * stats.laplace.sf(margin + y, scale=scale),
+                              -np.inf, np.inf, epsabs=1e-13)[0]
+    assert tail == pytest.approx(1 - confidence, rel=1e-6)
+    assert comparison_margin(kind, 0.0, confidence) == 0.0

@@ -15,7 +15,10 @@ reference (tests/helpers/core.py):
 - the portable query (queries/sketch_<unit>.sql, what the other engines and files run);
 - the DuckDB store query over raw rows (queries/sketch_store_<unit>.sql, slow branch);
 - the same rows written by the project's loader (canonical vectors where they qualify:
-  the fast branch, and for a store of vectors only the compiled queries);
+  the fast branch), with raw rows besides for a record that has a vector;
+- a store of canonical vectors only (every record fast: the compiled queries, chunked or
+  not, over a dictionary of consecutive ids or a sparse one), with auxiliary and excluded
+  records that hold vectors too;
 
 and, read from the SQL's own per-unit vectors, every record holds ≤ 2^S and every user
 ≤ floor(B·2^S), exactly; dropping a unit moves the sketch by a non-negative vector of L1 at
@@ -30,7 +33,7 @@ import pytest
 from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
-from dpspin_sql.sketch import SCALE, compute_sketch, fixed_bound, run_sketch
+from dpspin_sql.sketch import SCALE, compute_sketch, fixed_bound, run_sketch, store_plan
 from tests.helpers.core import (
     install_atoms,
     new_store,
@@ -55,6 +58,7 @@ RECORDS = (
     + [("reg", "reg", "target")]                             # regular: 3 distinct atoms, Σ < 1
     + [(f"thin{i}", "thin", "target") for i in range(7)]     # a user spread over every atom
     + [(f"big{i}", "big", "target") for i in range(3)]       # a user of three whole units on one atom
+    + [("mid0", "mid", "target"), ("mid1", "mid", "target"), ("half0", "half", "target")]   # B < Σ ≤ 2B
     + [("aux0", "auxuser", "aux"), ("ex0", "exuser", "excluded")]
 )
 ROWS = (
@@ -68,8 +72,13 @@ ROWS = (
     + [("reg", 1, 0.2), ("reg", 8, 0.3), ("reg", 13, 0.4)]
     + [(f"thin{i}", ATOMS[i], 0.6) for i in range(7)]
     + [(f"big{i}", 13, 1.0) for i in range(3)]
+    + [("mid0", 2, 0.75), ("mid1", 3, 0.75), ("half0", 5, 0.5)]
     + [("aux0", 0, 1.0), ("ex0", 0, 1.0), ("ghost", 0, 1.0), (None, 1, 1.0)]
 )
+# rows written after the loader, straight into `assignments`: a record with a canonical vector
+# and raw rows besides (a hand-edited store) is enforced over both (its logical rows)
+LATE_ROWS = [("reg", 0, 0.5), ("reg", 1, 0.3)]
+ALL_ROWS = ROWS + LATE_ROWS
 USERS = sorted({r[1] for r in RECORDS if r[2] == "target"})
 CASES = [("record", 1, None), ("record", 3, None), ("user", 3, 1.0), ("user", 2, 2.0), ("user", 3, 1 / 3)]
 
@@ -91,7 +100,7 @@ def raw(tmp_path_factory):
     con = new_store(tmp_path_factory.mktemp("guard") / "raw.duckdb")
     install_atoms(con, ATOMS)
     put_records(con, RECORDS)
-    put_assignments(con, ROWS)
+    put_assignments(con, ALL_ROWS)
     yield con
     con.close()
 
@@ -103,19 +112,76 @@ def loaded(tmp_path_factory):
     install_atoms(con, ATOMS)
     ids = {r[0] for r in RECORDS}
     load_mixed(con, RECORDS, ROWS, ids, ids)
+    assert con.execute("SELECT atom_ids FROM records WHERE record_id = 'reg'").fetchone()[0] == [13, 8, 1]
+    con.execute("INSERT INTO assignments SELECT * FROM (VALUES ('reg', 0, 0.5), ('reg', 1, 0.3))")
     yield con
     con.close()
 
 
 @pytest.mark.parametrize(("unit", "K", "B"), CASES)
 def test_every_form_is_the_reference(raw, loaded, unit, K, B):
-    want = reference_sketch(RECORDS, ROWS, ATOMS, unit, K, B or 1.0)
+    want = reference_sketch(RECORDS, ALL_ROWS, ATOMS, unit, K, B or 1.0)
     assert portable(raw, unit, K, B) == want
     assert compute_sketch(raw, unit, K, B).mass.tolist() == want
     assert compute_sketch(loaded, unit, K, B).mass.tolist() == want
     n_vectors, n_raw = loaded.execute("SELECT (SELECT count(*) FROM records WHERE atom_ids IS NOT NULL), "
                                       "(SELECT count(DISTINCT record_id) FROM assignments)").fetchone()
     assert n_vectors >= 10 and n_raw >= 5          # both branches of the store query are exercised
+
+
+def canonical_rows(rows, records, atoms):
+    """The rows of the records whose rows the loader turns into canonical vectors (one atom
+    at most once, Σ ≤ 1, weights in (0, 1], known atoms), on the dictionary `atoms`."""
+    by_record: dict[str, list] = {}
+    for r in rows:
+        by_record.setdefault(r[0], []).append(r)
+    known = {r[0] for r in records}
+    keep = {rid for rid, rs in by_record.items() if rid in known
+            and all(isinstance(w, float) and 0 < w <= 1 and a in ATOMS for _, a, w in rs)
+            and len({a for _, a, _ in rs}) == len(rs) and math.fsum(w for _, _, w in rs) <= 1}
+    remap = dict(zip(ATOMS, atoms))
+    return [(rid, remap[a], w) for rid, a, w in rows if rid in keep]
+
+
+FAST_RECORDS = RECORDS + [("ex1", "thin", "excluded"), ("aux1", "auxuser", "aux")]
+
+
+@pytest.fixture(scope="module", params=["sparse", "dense"])
+def fast(request, tmp_path_factory):
+    """Canonical vectors only: every target record is fast (the compiled queries)."""
+    atoms = ATOMS if request.param == "sparse" else list(range(len(ATOMS)))
+    rows = canonical_rows(ROWS, RECORDS, atoms) + [("ex1", atoms[0], 1.0), ("aux1", atoms[1], 1.0)]
+    con = new_store(tmp_path_factory.mktemp("guard") / "fast.duckdb")
+    install_atoms(con, atoms)
+    ids = {r[0] for r in FAST_RECORDS}
+    load_mixed(con, FAST_RECORDS, rows, ids, ids)
+    assert con.execute("SELECT count(*) FROM assignments").fetchone()[0] == 0
+    yield con, atoms, rows
+    con.close()
+
+
+@pytest.mark.parametrize(("unit", "K", "B"), CASES)
+def test_a_store_of_vectors_runs_the_compiled_queries_and_is_the_reference(fast, monkeypatch, unit, K, B):
+    con, atoms, rows = fast
+    want = reference_sketch(FAST_RECORDS, rows, atoms, unit, K, B or 1.0)
+    assert sum(want) > 0
+    for chunk in ("131072", "2"):
+        monkeypatch.setenv("DPSPIN_CHUNK_USERS", chunk)
+        flags = {"canonical": True, "keyed": True}
+        chunks = store_plan(con, unit, flags, K=K)
+        assert flags["all_fast"] is (K == 3) and flags["atoms_dense"] is (atoms != ATOMS)   # 'ties' has 3 atoms
+        assert (len(chunks) > 1) is (unit == "user" and chunk == "2")
+        assert compute_sketch(con, unit, K, B).mass.tolist() == want, chunk
+    bound = bound_of(unit, B)
+    for victim in ("thin", "big") if unit == "user" else ("reg", "big0"):
+        mine = [r[0] for r in FAST_RECORDS if (r[0] if unit == "record" else r[1]) == victim and r[2] == "target"]
+        set_split(con, mine, "excluded")
+        try:
+            without = compute_sketch(con, unit, K, B).mass.tolist()
+        finally:
+            set_split(con, mine, "target")
+        delta = [a - b for a, b in zip(want, without)]
+        assert all(d >= 0 for d in delta) and 0 < sum(delta) <= bound, (victim, delta)
 
 
 @pytest.mark.parametrize(("unit", "K", "B"), CASES)
@@ -174,7 +240,10 @@ def test_worst_cases_spelled_out(raw):
     total = f(0.7) + f(0.6)
     assert got["over"] == {0: f(0.7) * S // total, 1: f(0.6) * S // total}
     assert sum(got["over2"].values()) <= S and set(got["over2"]) == {2, 3, 5}
-    assert got["reg"] == {1: f(0.2), 8: f(0.3), 13: f(0.4)}
+    # its vector (1: 0.2, 8: 0.3, 13: 0.4) and its late rows (0: 0.5, 1: 0.3): atom 1 keeps its
+    # larger row, the top 3 are 0, 13 and (a tie at 0.3, the lower id) 1, renormalised
+    kept = {0: f(0.5), 13: f(0.4), 1: f(0.3)}
+    assert got["reg"] == {a: v * S // sum(kept.values()) for a, v in kept.items()}
     assert "aux0" not in got and "ex0" not in got and "ghost" not in got
 
 
