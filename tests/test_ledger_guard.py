@@ -60,7 +60,7 @@ def test_a_deleted_row_is_caught_when_the_rows_after_it_are_renumbered_and_rehas
     """Delete row 1 (giving back its ε), renumber row 2 and recompute its own hash and the
     head: the sequence and every row's hash check; only the chain (row 2 still names row 1's
     hash) shows the deletion."""
-    first, second = rows(con)
+    _, second = rows(con)
     con.execute("DELETE FROM ledger WHERE seq = 1")
     new_hash = digest(1, second[1], second)
     con.execute("UPDATE ledger SET seq = 1, row_hash = ? WHERE release_id = ?", [new_hash, second[3]])
