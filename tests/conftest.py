@@ -56,8 +56,80 @@ def shared_data() -> Path:
 # as markers in those files, so that the modules' owners can change them without conflicts.)
 ALL = "*"
 GUARDS: dict[str, tuple[str, ...] | str] = {
+    # the sensitivity table; the audit's refusals
     "test_sensitivity": ALL,
     "test_sql_audit": ALL,
+    # the calibration at every unit × adjacency (one ε each), the noise scales, admission
+    "test_mechanisms": (
+        "test_laplace_cost", "test_classical_sigma", "test_classical_refused_for_eps_at_least_one",
+        "test_gaussian_zcdp_cost[1.0-1e-05-add_drop-record]", "test_gaussian_zcdp_cost[1.0-1e-05-replace-user]",
+        "test_private_topL_cost[1.0-0.5-add_drop-record]", "test_private_topL_cost[1.0-0.5-replace-user]",
+        "test_ledger_measurements_rebuild_to_the_same_cost[replace-user-private_topL]",
+        "test_zcdp_sigma_between_analytic_and_classical[1e-06-0.5]",
+        "test_laplace_noise_scale[user-replace]", "test_gaussian_noise_scale[record-add_drop-zcdp]",
+        "test_private_topL_value_noise_scale",
+        "test_private_topL_selection_noise_scale_coarse", "test_the_error_budget_adds_up",
+        "test_private_topL_admits_L_distinct_ranked[5-replace]", "test_full_sketch_mechanisms_admit_noisy_top_L",
+        "test_the_admitted_atoms_are_the_top_L_of_the_noisy_vector", "test_monotonic_selection_under_add_drop_only",
+        "test_apply_rejects_a_float_or_misshaped_sketch", "test_a_cached_mechanism_must_match_its_request_and_its_maps",
+        "test_the_comparison_margin_is_the_quantile_of_a_difference_of_two_draws[0.99-laplace]",
+        "test_the_comparison_margin_is_the_quantile_of_a_difference_of_two_draws[0.99-gaussian]",
+    ),
+    # the DP audit in a cheap form: two Laplace cells and a broken variant the audit must reject
+    "test_dp_audit": (
+        "test_audit_does_not_refute_the_mechanism[laplace/user(B=2)/replace]",
+        "test_audit_rejects_a_broken_mechanism[laplace/user(B=2)/add_drop BROKEN calibrated record]",
+        "test_clopper_pearson_bounds",
+    ),
+    # the over-budget refusal (library and CLI), exact sums, invalid costs, one budget a store
+    "test_ledger": (
+        "test_library_release_over_budget_raises_and_writes_nothing", "test_overspend_refused_exit_1_no_plan_existing_plan_untouched",
+        "test_fsum_ten_tenths_exactly", "test_fsum_no_rounding_drift", "test_invalid_cost_refused",
+        "test_a_store_has_one_budget",
+    ),
+    "test_boundary": (
+        "test_a_consistently_rehashed_cost_edit_is_still_caught_by_the_maps",
+        "test_a_rehashed_d_in_below_the_sensitivity_is_caught",
+    ),
+    # the sketch: fixed hostile cases, the preconditions of a user-level release, the store plan
+    "test_sketch_bounds": (
+        "test_hostile_rows_by_hand", "test_user_level_needs_user_ids", "test_bad_bounds_refused",
+        "test_user_level_refuses_a_split_that_is_not_user_disjoint",
+    ),
+    "test_sketch_store": (
+        "test_the_plan_chunks_only_a_fully_keyed_store", "test_a_dictionary_retyped_away_from_integer_ids_is_never_dense",
+        "test_sparse_user_keys_are_not_cut_into_empty_chunks",
+    ),
+    "test_release_files": (
+        "test_one_target_record_stays_one_record_whatever_the_id_types[BIGINT-(['1', '01', '+1', ' 1', '001', '1.0'])"
+        "[1 + i % 6]-user]",
+    ),
+    # DP SQL: refusals charge nothing, a filter never fails the query, the error oracle
+    "test_sql_run": (
+        "test_sketch_equals_the_core_sketch_exactly[record-3-1.0]", "test_sketch_equals_the_core_sketch_exactly[user-2-0.3]",
+        "test_an_assignments_filter_selects_rows_before_the_clip",
+        "test_refusals_write_no_plan_and_charge_nothing", "test_data_dependent_patterns_are_refused",
+        "test_a_filter_that_would_raise_never_fails_the_query[atom_id * 2147483647 * 2147483647 > 0]",
+        "test_a_mechanism_for_another_scale_is_refused",
+        "test_user_level_refuses_aux_records_without_a_user",
+    ),
+    "test_sql_total": (
+        "test_the_issue_statement_is_refused_for_a_true_and_a_false_guess", "test_duckdb_facts_the_old_guard_missed",
+        "test_try_cast_is_total_for_every_admitted_target", "test_a_misread_json_path_is_refused",
+        "test_a_misread_like_pattern_is_refused", "test_a_pattern_that_raises_on_samples_is_refused",
+        "test_the_total_form_computes_in_double_and_never_divides_by_zero",
+    ),
+    "test_sql_own_tables": ("test_own_tables_user_level_counts_each_author_once_and_drops_unknown_atoms",),
+    # the public boundary: texts fitted on aux only, splits after a release, the decoder's view
+    "test_split": ("test_a_split_never_publishes_records_after_a_release", "test_user_split_is_user_disjoint_and_stable"),
+    "test_assign": (
+        "test_target_canary_never_reaches_dictionary_or_scorer[keyword]",
+        "test_the_canary_check_sees_a_planted_canary", "test_phrase_dictionary_canary",
+        "test_top_k_normalise_bounds_any_scores",
+    ),
+    "test_decode": ("test_canary_in_target_records_never_reaches_the_decoder",),
+    "test_template_intervals": ("test_public_view_carries_the_intervals",),
+    "test_interval_coverage": ("test_the_test_is_calibrated_and_has_power",),
 }
 SERVICE_MARKERS = ("spark", "postgres", "llm")
 SERVICE_FIXTURES = {"shared_data", "pg_dsn", "spark", "local_llm", "browser"}
@@ -66,7 +138,7 @@ SCALE_MODULES = {
     "test_card_browser", "test_experiment_runner", "test_experiment_cli_probe", "test_experiment_baselines",
     "test_experiment_judge", "test_embedding_scorer", "test_warehouse", "test_presets",
 }
-DEFAULT_BUDGET = 1.0
+DEFAULT_BUDGET = 0.3
 MODULE_BUDGET: dict[str, float] = {}
 DURATIONS = Path(__file__).with_name("durations.json")
 _STORED_MIN = 0.1   # shorter tests are not worth a line in the file (they cost 0 in the budgets)

@@ -12,20 +12,27 @@ from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered
 from dpspin_sql.release import release
 from dpspin_sql.request import Bounds, ReleaseRequest
 from dpspin_sql.sketch import compute_sketch
-from tests.helpers.core import synthetic_store
+from tests.helpers.core import open_copy, synthetic_store
 
 pytestmark = pytest.mark.guard
 
 LAPLACE = ReleaseRequest(mechanism="laplace", epsilon=0.3, unit="user", L=3)
 
 
-@pytest.fixture
-def con(tmp_path):
-    c = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=1.0, delta_budget=1e-5, close=False)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A store with two releases of ε = 0.3 (of 1.0) charged; each test edits a copy."""
+    path = tmp_path_factory.mktemp("ledger") / "template.duckdb"
+    c = synthetic_store(path, epsilon_budget=1.0, delta_budget=1e-5, close=False)
     for _ in range(2):
         release(c, LAPLACE)
-    yield c
     c.close()
+    return path
+
+
+@pytest.fixture
+def con(template, tmp_path):
+    yield from open_copy(template, tmp_path)
 
 
 def rows(con):

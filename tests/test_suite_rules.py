@@ -123,3 +123,20 @@ def test_ci_fails_where_a_developer_skips(tmp_path, in_ci):
         assert "CI has every prerequisite" in proc.stdout or "skipped in CI" in proc.stdout
     else:
         assert proc.returncode == 0 and "3 skipped" in tail, proc.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_every_named_guard_is_a_collected_test():
+    """Each GUARDS entry, a test name or a full `name[id]`, matches a test pytest collects:
+    a renamed test or parametrisation must not silently leave the fast loop."""
+    modules = [f"tests/{m}.py" for m in rules.GUARDS]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *modules],
+                          capture_output=True, text=True, cwd=REPO)
+    ids = {line.strip() for line in proc.stdout.splitlines() if "::" in line}
+    assert ids, proc.stdout[-2000:]
+    for module, names in rules.GUARDS.items():
+        if names == rules.ALL:
+            continue
+        for name in names:
+            prefix = f"tests/{module}.py::{name}"
+            assert any(i == prefix or i.startswith(prefix + "[") for i in ids), prefix
