@@ -291,6 +291,36 @@ def table_markdown(outcomes: list[Outcome], marker: str | None) -> str:
     return summary + "\n\n" + head + "\n".join(rows) + "\n"
 
 
+def combined_markdown(full: list[dict], fast: list[dict]) -> str:
+    """One table of two runs' JSON (`--json`): every listed test, and the fast loop's only."""
+    by_fast = {o["id"]: o for o in fast}
+    rows = ["| mutant | class | file | tests listed | killed by the listed tests | killed by the fast loop |",
+            "|---|---|---|---|---|---|"]
+
+    def cell(o: dict | None) -> str:
+        if o is None:
+            return "(not run)"
+        if o["status"] != "killed":
+            return o["status"].upper()
+        first = o["failed"][0].removeprefix("tests/") if o.get("failed") else "timed out"
+        return f"**killed** by `{first}`"
+
+    for o in full:
+        shown = "<br>".join(f"`{t.removeprefix('tests/')}`" for t in o["tests"])
+        why = f"<br><sub>{o['why']}</sub>" if o.get("why") else ""
+        rows.append(f"| `{o['id']}`{why} | {o['klass']} | `{o['file']}` | {shown} | {cell(o)} | "
+                    f"{cell(by_fast.get(o['id']))} |")
+    count = lambda runs, klass: (sum(o["status"] == "killed" for o in runs if klass is None or o["klass"] == klass),
+                                 sum(1 for o in runs if klass is None or o["klass"] == klass))
+    lines = []
+    for name, runs in (("the listed tests", full), ("the fast loop", fast)):
+        k, n = count(runs, None)
+        kp, np_ = count(runs, "privacy")
+        kv, nv = count(runs, "verifier")
+        lines.append(f"- {name}: {k}/{n} killed; privacy {kp}/{np_}, verifier {kv}/{nv}")
+    return "\n".join(lines) + "\n\n" + "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
                                  epilog="example: .venv/bin/python bench/mutate.py --only sketch- --jobs 2")
@@ -307,7 +337,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the Markdown table here too")
     ap.add_argument("--json", type=Path, help="write the outcomes as JSON here")
     ap.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="the interpreter with pytest")
+    ap.add_argument("--render", nargs=2, type=Path, metavar=("FULL_JSON", "FAST_JSON"),
+                    help="print one table of two earlier runs (--json of a run and of a --fast run); run nothing")
     args = ap.parse_args(argv)
+    if args.render:
+        text = combined_markdown(*(json.loads(p.read_text(encoding="utf-8")) for p in args.render))
+        print(text)
+        if args.out:
+            args.out.write_text(text, encoding="utf-8")
+        return 0
     marker = "not slow" if args.fast else (args.marker or None)
 
     try:

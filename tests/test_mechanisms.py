@@ -547,3 +547,26 @@ def test_the_comparison_margin_is_the_quantile_of_a_difference_of_two_draws(kind
                               -np.inf, np.inf, epsabs=1e-13)[0]
     assert tail == pytest.approx(1 - confidence, rel=1e-6)
     assert comparison_margin(kind, 0.0, confidence) == 0.0
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian", "private_topL"])
+def test_the_interval_half_width_is_the_family_wise_quantile(mechanism):
+    """The plan's intervals hold all at once at the stated confidence: each coordinate's
+    two-sided tail beyond the half-width is (1 − confidence)/family, the family being all m
+    coordinates for laplace and gaussian (they admit by the same noisy values) and the L
+    admitted values for private_topL (checked against the noise's own distribution: the
+    discrete Laplace in closed form, the Gaussian with scipy, one fixed-point unit added)."""
+    from dpspin_sql.mechanisms import interval_half_width
+
+    m, L, confidence = 30, 5, 0.95
+    request = ReleaseRequest(mechanism=mechanism, epsilon=1.0, delta=None if mechanism == "laplace" else 1e-6, L=L)
+    mech = make_mechanism(request, m)
+    h = interval_half_width(mech, confidence) * SCALE
+    t = mech.noise_scale * SCALE
+    alpha = (1 - confidence) / (L if mechanism == "private_topL" else m)
+    if mechanism == "laplace":
+        a = math.exp(-1 / t)
+        tail = lambda k: 2 * a ** (math.floor(k) + 1) / (1 + a)    # P(|X| > k), X discrete Laplace
+        assert tail(h) <= alpha < tail(h - 1) * (1 + 1e-6)
+    else:
+        assert 2 * stats.norm.sf((h - 1) / t) == pytest.approx(alpha, rel=1e-6)

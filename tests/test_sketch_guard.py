@@ -59,13 +59,14 @@ RECORDS = (
     + [(f"thin{i}", "thin", "target") for i in range(7)]     # a user spread over every atom
     + [(f"big{i}", "big", "target") for i in range(3)]       # a user of three whole units on one atom
     + [("mid0", "mid", "target"), ("mid1", "mid", "target"), ("half0", "half", "target")]   # B < Σ ≤ 2B
+    + [("pair", "pair", "target")]                           # a canonical vector of two atoms (K + 1 at K = 1)
     + [("aux0", "auxuser", "aux"), ("ex0", "exuser", "excluded")]
 )
 ROWS = (
     [("w0", 0, 1e308), ("w0", 1, NAN), ("w0", 2, INF), ("w0", 3, -INF),       # w0: only atom 0, capped
      ("w1", 1, -0.5), ("w1", 2, None), ("w1", 3, 5e-324), ("w1", 5, 2.0 ** -24),  # w1: one unit of mass on 5
      ("w2", 99, 1.0), ("w2", None, 1.0), ("w2", 8, 0.25),                      # unknown atoms dropped
-     ("w3", 0, 3.0), ("w3", 1, 2.0)]                                           # both capped: Σ 2 → renormalised
+     ("w3", 0, 3.0), ("w3", 1, 0.5)]                                           # capped at 1: Σ 1.5 → renormalised
     + [("dup", 2, 0.3), ("dup", 2, 0.3), ("dup3", 3, 0.2), ("dup3", 3, 0.4), ("dup3", 5, 0.1)]
     + [("ties", a, 0.25) for a in (13, 8, 5, 3, 2)]                           # K+2 tied: 2, 3, 5 win at K = 3
     + [("over", 0, 0.7), ("over", 1, 0.6), ("over2", 2, 0.9), ("over2", 3, 0.9), ("over2", 5, 0.15)]
@@ -73,6 +74,7 @@ ROWS = (
     + [(f"thin{i}", ATOMS[i], 0.6) for i in range(7)]
     + [(f"big{i}", 13, 1.0) for i in range(3)]
     + [("mid0", 2, 0.75), ("mid1", 3, 0.75), ("half0", 5, 0.5)]
+    + [("pair", 2, 0.4), ("pair", 3, 0.3)]
     + [("aux0", 0, 1.0), ("ex0", 0, 1.0), ("ghost", 0, 1.0), (None, 1, 1.0)]
 )
 # rows written after the loader, straight into `assignments`: a record with a canonical vector
@@ -107,11 +109,13 @@ def raw(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
-    """The same rows through the project's loader: canonical vectors where a record qualifies."""
+    """The same rows through the project's loader: canonical vectors where a record qualifies;
+    every record keyed but mid1 (a slow record of a user whose other record is fast: it must
+    find its user's key, or the user would be clipped twice)."""
     con = new_store(tmp_path_factory.mktemp("guard") / "loaded.duckdb")
     install_atoms(con, ATOMS)
     ids = {r[0] for r in RECORDS}
-    load_mixed(con, RECORDS, ROWS, ids, ids)
+    load_mixed(con, RECORDS, ROWS, ids, ids - {"mid1"})
     assert con.execute("SELECT atom_ids FROM records WHERE record_id = 'reg'").fetchone()[0] == [13, 8, 1]
     con.execute("INSERT INTO assignments SELECT * FROM (VALUES ('reg', 0, 0.5), ('reg', 1, 0.3))")
     yield con
@@ -233,7 +237,7 @@ def test_worst_cases_spelled_out(raw):
     assert got["w0"] == {0: S}
     assert got["w1"] == {5: 1}
     assert got["w2"] == {8: S // 4}
-    assert got["w3"] == {0: S // 2, 1: S // 2}
+    assert got["w3"] == {0: S * S // (S + S // 2), 1: (S // 2) * S // (S + S // 2)}
     assert got["dup"] == {2: f(0.3)}                                  # max of the two rows, not their sum
     assert got["dup3"] == {3: f(0.4), 5: f(0.1)}
     assert got["ties"] == {2: f(0.25), 3: f(0.25), 5: f(0.25)}        # lower atom ids win the tie
@@ -270,11 +274,13 @@ def test_a_heavy_users_clip_is_exact_past_64_bits(tmp_path):
     con.close()
 
 
-def test_user_level_refuses_shared_users_and_unowned_aux_records(raw, loaded):
+def test_user_level_refuses_shared_users_and_unowned_aux_records(raw, loaded, fast):
     """The user-level preconditions (docs/THREAT_MODEL.md): a user with records on both sides
     of the split, or an auxiliary record without a user id, is refused — through every form
     of the facts (the keyed counts of a project store and the portable ones)."""
-    for con in (raw, loaded):   # unkeyed records (portable and keyed counts), every record keyed
+    # the keyed counts with no record keyed, with one record unkeyed, with every record keyed
+    # (the portable counts, on stores whose keys prove nothing: tests/test_catalog_proofs.py)
+    for con in (raw, loaded, fast[0]):
         set_split(con, ["w0"], "aux")
         try:
             with pytest.raises(BadInput, match="both the auxiliary and the target split"):
@@ -290,3 +296,30 @@ def test_user_level_refuses_shared_users_and_unowned_aux_records(raw, loaded):
         finally:
             con.execute("UPDATE records SET user_id = 'auxuser' WHERE record_id = 'aux0'")
         assert compute_sketch(con, "user", 3, 1.0).mass.sum() > 0
+
+
+def test_the_canonicalisers_write_only_canonical_vectors(loaded):
+    """Both writers of canonical vectors (canonicalise.sql, which the loader ran for `loaded`,
+    and canonical.py, what `dpspin assign` runs) keep a record's rows as a vector only when
+    they name each atom once and sum to at most one unit, and write the same vectors."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dpspin_sql.canonical import batch_vectors
+
+    known = {r[0] for r in RECORDS}
+    rows = [r for r in ROWS if r[0] in known and r[1] is not None]
+    ids = sorted({r[0] for r in rows})
+    index = {rid: i for i, rid in enumerate(ids)}
+    out = batch_vectors(pa.array(ids), np.array([index[r[0]] for r in rows]), np.array([r[1] for r in rows]),
+                        np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=np.float64),
+                        np.array(ATOMS))
+    numpy_vectors = {rid: (list(a), list(m)) for rid, a, m in zip(*(out.vectors.column(c).to_pylist()
+                                                                  for c in ("record_id", "atom_ids", "masses")))}
+    for rid, (atoms, masses) in numpy_vectors.items():
+        assert len(set(atoms)) == len(atoms) and all(v > 0 for v in masses) and sum(masses) <= SCALE, rid
+    assert {"w3", "dup", "dup3", "ties", "over", "over2"}.isdisjoint(numpy_vectors)   # not canonical: raw
+    assert {"reg", "pair", "mid0", "thin0", "big0", "half0"} <= set(numpy_vectors)
+    stored = {rid: (a, m) for rid, a, m in loaded.execute(
+        "SELECT record_id, atom_ids, masses FROM records WHERE atom_ids IS NOT NULL").fetchall()}
+    assert stored == numpy_vectors
