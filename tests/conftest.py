@@ -45,7 +45,7 @@ def shared_data() -> Path:
 # 5. budgets: every other test is admitted by its module's budget, MODULE_BUDGET[module]
 #    seconds (DEFAULT_BUDGET otherwise) of stored duration (tests/durations.json): a module's
 #    tests in order of stored duration, cheapest first (a test not in the file costs 0: it
-#    took under 0.1 s, or it is new), while the running total stays within the budget. So
+#    took under 0.02 s, or it is new), while the running total stays within the budget. So
 #    every module keeps its cheapest tests in the loop, and a module's share of the loop is
 #    bounded whatever number of tests it grows.
 #
@@ -141,7 +141,7 @@ SCALE_MODULES = {
 DEFAULT_BUDGET = 0.3
 MODULE_BUDGET: dict[str, float] = {}
 DURATIONS = Path(__file__).with_name("durations.json")
-_STORED_MIN = 0.1   # shorter tests are not worth a line in the file (they cost 0 in the budgets)
+_STORED_MIN = 0.02  # shorter tests are not worth a line in the file (they cost 0 in the budgets)
 
 
 def _durations() -> dict[str, float]:

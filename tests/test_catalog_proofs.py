@@ -155,7 +155,9 @@ def edited_store(path, edit: Edit | None):
         raw.execute(queries.load("schema_migrate"))
         udfs.register(raw)
         raw.close()
-    con = store.connect(path, create=True)
+        con = store.connect(path)
+    else:
+        con = new_store(path)
     install_atoms(con, ATOMS)
     return con
 

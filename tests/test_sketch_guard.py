@@ -82,7 +82,7 @@ ROWS = (
 LATE_ROWS = [("reg", 0, 0.5), ("reg", 1, 0.3)]
 ALL_ROWS = ROWS + LATE_ROWS
 USERS = sorted({r[1] for r in RECORDS if r[2] == "target"})
-CASES = [("record", 1, None), ("record", 3, None), ("user", 3, 1.0), ("user", 2, 2.0), ("user", 3, 1 / 3)]
+CASES = [("record", 1, None), ("record", 3, None), ("user", 3, 1.0), ("user", 2, 1 / 3)]
 
 
 def bound_of(unit: str, B) -> int:
