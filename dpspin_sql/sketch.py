@@ -267,9 +267,20 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
     text = compiled.lookup(bounds.unit, flags) if filters is None else None
     if text is not None:
         return text
+    if filters is None:
+        return _rendered(bounds.unit, tuple(sorted(flags.items())))
     from dpspin_sql.sql.transpile import sketch_sql
 
     return sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
+
+
+@cache
+def _rendered(unit: str, flags: tuple) -> str:
+    """The store query without filters for `unit` and `flags`, rendered once a process
+    (~0.2 s of sqlglot each time; unbound, its text depends on the unit and the flags only)."""
+    from dpspin_sql.sql.transpile import sketch_sql
+
+    return sketch_sql(Bounds(unit, 1, None), None, "duckdb", pretty=False, bind_params=False, store_flags=dict(flags))
 
 
 def used_params(sql: str, params: dict) -> dict:

@@ -104,12 +104,6 @@ CREATE TABLE IF NOT EXISTS pipeline (
     dictionary_id VARCHAR,
     done_at       TIMESTAMP
 );
--- Every logical assignment row: the rows stored as given and the entries of the canonical
--- vectors (weight = mass / 2^24, exact in DOUBLE). What the other engines read and what a
--- curator queries; the DuckDB sketch reads both forms itself (queries/sketch_store_*.sql).
-CREATE VIEW IF NOT EXISTS assignment_rows AS
-SELECT record_id, atom_id, weight FROM assignments
-UNION ALL
-SELECT record_id, unnest(atom_ids) AS atom_id, unnest(masses) / 16777216 AS weight
-FROM records
-WHERE atom_ids IS NOT NULL OR masses IS NOT NULL;
+-- The view assignment_rows (every logical assignment row) is created by schema_migrate.sql,
+-- which runs next: on a store of an older version its records table gets the vector columns
+-- there first, and a view over columns that do not exist yet cannot be created.

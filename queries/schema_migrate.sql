@@ -14,6 +14,9 @@ CREATE TABLE IF NOT EXISTS users (
 ALTER TABLE records ADD COLUMN IF NOT EXISTS user_key INTEGER;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS atom_ids INTEGER[];
 ALTER TABLE records ADD COLUMN IF NOT EXISTS masses INTEGER[];
+-- Every logical assignment row: the rows stored as given and the entries of the canonical
+-- vectors (weight = mass / 2^24, exact in DOUBLE). What the other engines read and what a
+-- curator queries; the DuckDB sketch reads both forms itself (queries/sketch_store_*.sql).
 CREATE VIEW IF NOT EXISTS assignment_rows AS
 SELECT record_id, atom_id, weight FROM assignments
 UNION ALL

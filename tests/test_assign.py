@@ -13,7 +13,7 @@ from dpspin_sql import assign, atoms, builders, scorers, split
 from dpspin_sql import embedding as embed
 from dpspin_sql.cli import run
 from dpspin_sql.errors import BadInput
-from tests.helpers.atoms import cfpb_like, make_store, shared
+from tests.helpers.atoms import assert_no_canary_in_scorer, cfpb_like, make_store, shared
 
 FIELDS = ["product", "issue", "sub_issue"]
 WORDS = ["skin", "dry", "hair", "fee", "late", "debt", "card", "smell", "pump", "staff", "wait", "food",
@@ -107,9 +107,19 @@ def test_target_canary_never_reaches_dictionary_or_scorer(tmp_path, scorer):
         assert CANARY not in a.label.lower() and CANARY not in a.description.lower()
     assert CANARY not in str(atoms.current_manifest(con))
     fitted = assign.load_scorer(con)
-    vocab = getattr(fitted, "vocabulary", None) or [w for ws in getattr(fitted, "words", []) for w in ws]
-    assert not any(CANARY in term for term in vocab)
+    assert_no_canary_in_scorer(fitted, CANARY)
     assert CANARY.encode() not in con.execute("SELECT scorer FROM dictionary").fetchall()[0][0]
+
+
+def test_the_canary_check_sees_a_planted_canary():
+    """The power of the canary tests above: a scorer that does hold the canary is caught."""
+    import numpy as np
+
+    for planted in (scorers.KeywordScorer([0, 1], [["fee"], ["late", CANARY]]),
+                    scorers.SimilarityScorer([0], ["fee", CANARY], np.ones(2), np.ones((1, 2)))):
+        with pytest.raises(AssertionError):
+            assert_no_canary_in_scorer(planted, CANARY)
+    assert_no_canary_in_scorer(scorers.KeywordScorer([0, 1], [["fee"], ["late"]]), CANARY)
 
 
 def test_phrase_dictionary_canary(tmp_path):

@@ -32,6 +32,7 @@ import duckdb
 import pytest
 
 from tests.helpers.core import synthetic_store
+from tests.helpers.prereq import environment_skip
 
 pytestmark = pytest.mark.slow   # a scale test: ~200 commands (tests/conftest.py, "slow")
 
@@ -673,9 +674,9 @@ def command_of(c: Case) -> str:
 @pytest.mark.parametrize("c", [pytest.param(c, id=c.id, marks=c.marks) for c in C])
 def test_a_bad_input_is_one_line_and_exit_1_or_2(kit, tmp_path, monkeypatch, c):
     if c.needs == "readonly" and kit.readonly is None:
-        pytest.skip("cannot mount a read-only tmpfs here (needs root and mount)")
+        environment_skip("cannot mount a read-only tmpfs here (needs root and mount)")
     if c.needs == "full" and kit.full is None:
-        pytest.skip("cannot mount a small tmpfs here (needs root and mount)")
+        environment_skip("cannot mount a small tmpfs here (needs root and mount)")
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     monkeypatch.setenv("DPSPIN_LOCK_TIMEOUT", "5")
     argv = [str(a) for a in c.argv(kit, tmp_path)]

@@ -26,6 +26,7 @@ from tests.helpers.core import (
     snapshot,
     synthetic_store,
 )
+from tests.helpers.prereq import missing_prerequisite
 
 CFPB = SHARED_DATA / "cfpb_complaints" / "complaints.jsonl.gz"
 AMAZON = SHARED_DATA / "amazon_all_beauty_2023" / "reviews.jsonl.gz"
@@ -315,7 +316,7 @@ def taxonomy(name: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def cfpb_store(tmp_path_factory):
     if not CFPB.exists():
-        pytest.skip(f"CFPB sample not available: {CFPB} is absent")
+        missing_prerequisite(f"CFPB sample not available: {CFPB} is absent")
     d = tmp_path_factory.mktemp("cfpb")
     db = d / "cfpb.duckdb"
     from dpspin_sql.cli import run
@@ -333,7 +334,7 @@ def cfpb_store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def amazon_store(tmp_path_factory):
     if not AMAZON.exists():
-        pytest.skip(f"Amazon All_Beauty sample not available: {AMAZON} is absent")
+        missing_prerequisite(f"Amazon All_Beauty sample not available: {AMAZON} is absent")
     d = tmp_path_factory.mktemp("amazon")
     db = d / "amazon.duckdb"
     from dpspin_sql.cli import run
@@ -352,7 +353,7 @@ def test_cfpb_raw_load_with_null_id_is_refused(tmp_path, capsys):
     """One CFPB complaint has a null complaint_id: a plain load refuses it cleanly (the cfpb
     preset gives it a surrogate id instead) and loads nothing."""
     if not CFPB.exists():
-        pytest.skip(f"CFPB sample not available: {CFPB} is absent")
+        missing_prerequisite(f"CFPB sample not available: {CFPB} is absent")
     db = tmp_path / "raw.duckdb"
     new_store(db).close()
     before = snapshot(db)

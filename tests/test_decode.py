@@ -225,15 +225,12 @@ def test_cli_uses_dictionary_sidecar(cli, tmp_path):
 
 
 def test_canary_in_target_records_never_reaches_the_decoder(tmp_path):
-    """Plant a canary in every target record, release a plan with the real pipeline, run the loop."""
-    pytest.importorskip("opendp")
+    """Plant a canary in every target record, release a plan with the real pipeline, run the loop.
+    The pipeline is the real one: an import failure of any of its modules fails this test."""
     from tests.helpers.llm import pipeline_plan_with_canary
 
     canary = "ZQXCANARY4471"
-    try:
-        plan = pipeline_plan_with_canary(tmp_path, canary)
-    except (ImportError, AttributeError) as e:  # the pipeline modules are built concurrently
-        pytest.skip(f"release pipeline not available: {e}")
+    plan = pipeline_plan_with_canary(tmp_path, canary)
     assert canary not in json.dumps(plan)
     label = plan["atoms"][0]["label"]
     with ScriptedServer(["Mr. Smith said hi.", "Oily skin is common.", f"{label} is discussed."]) as srv:

@@ -17,7 +17,7 @@ import pytest
 from dpspin_sql import assign, builders, scorers
 from dpspin_sql import embedding as embed
 from dpspin_sql.errors import BadInput
-from tests.helpers.atoms import cfpb_like, make_store
+from tests.helpers.atoms import assert_no_canary_in_scorer, cfpb_like, make_store
 
 FIELDS = ["product", "issue", "sub_issue"]
 CANARY = "zorblaxquint"
@@ -68,7 +68,7 @@ def test_fit_sees_only_public_texts_and_assignments_are_bounded(tmp_path, kind, 
     assert not (set(enc.seen) & target)
     blob = sc.to_bytes()
     assert CANARY.encode() not in blob
-    assert not any(CANARY in w for w in (getattr(sc, "vocabulary", None) or []))
+    assert_no_canary_in_scorer(sc, CANARY)
     np.load(io.BytesIO(blob), allow_pickle=False)                          # npz, never a pickle
     assert len(blob) < 200_000                                             # a reference to the model, not its weights
     report = assign.assign(con, sc, K=2)
@@ -189,7 +189,7 @@ def test_real_model_assign_reload_and_canary(tmp_path, kind):
     assign.assign(con, kind, K=3)
     fitted = assign.load_scorer(con)
     assert CANARY.encode() not in con.execute("SELECT scorer FROM dictionary").fetchall()[0][0]
-    assert not any(CANARY in w for w in (getattr(fitted, "vocabulary", None) or []))
+    assert_no_canary_in_scorer(fitted, CANARY)
     texts = ["collector called about a debt", "late fee and interest on my card"]
     assert fitted.score_top_k(texts, 2) == assign.fit_scorer(con, kind).score_top_k(texts, 2)
     ev = assign.evaluate(con)

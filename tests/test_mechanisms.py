@@ -6,11 +6,19 @@ and private top-L admission.
     the serialized measurements in the ledger give the same cost when rebuilt.
 (b) The noise Mechanism.apply draws has the calibrated scale: for Laplace the sum of
     |X|, for Gaussian the sum of X², with acceptance intervals from exact Chernoff
-    bounds on the *discrete* noise OpenDP draws (false failure ≤ 1e-6 in total), and a
-    power check: the same test on OpenDP noise with the scale 30% off must fail (its
-    chance of passing is bounded the same way and printed in the assertion).
+    bounds on the *discrete* noise OpenDP draws; for the selection, the admission count
+    of a trailing atom, with exact binomial quantiles. Each power check runs the same test
+    on OpenDP noise with the scale off (±30%; ×2 and ×½ for the coarse selection test)
+    and must reject it; its chance of passing is computed (Chernoff or exact binomial) and
+    asserted ≤ POWER_FAIL before the draw.
 (c) private_topL admits L distinct atoms ranked 1..L by noisy mass, and uses the monotone
-    selection under add_drop only.
+    selection under add_drop only; laplace and gaussian admit the top L of the noisy vector.
+
+Error budget (the module fails on correct mechanisms only if a bound fails): each of the
+STATISTICAL two-sided tests fails falsely with probability ≤ 2·P_FAIL_EACH_SIDE = 5e-8, and
+each of the POWER checks passes its broken variant with probability ≤ POWER_FAIL = 4e-8:
+7 tests and 14 checks, 3.5e-7 + 5.6e-7 = 9.1e-7 ≤ 1e-6 for the whole module
+(test_the_error_budget_adds_up counts them from the tests' own parametrisations).
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ from scipy import optimize, stats
 
 from dpspin_sql import ledger
 from dpspin_sql.errors import BadInput
-from dpspin_sql.mechanisms import make_mechanism
+from dpspin_sql.mechanisms import make_mechanism, top_l
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sensitivity import fixed_point_d_in, sensitivity
@@ -34,7 +42,17 @@ dp.enable_features("contrib")
 
 UNITS = ["record", "user"]
 ADJ = ["add_drop", "replace"]
-P_FAIL_EACH_SIDE = 2.5e-7   # every two-sided test below: ≤ 5e-7 false failure
+P_FAIL_EACH_SIDE = 2.5e-8   # every two-sided test below: ≤ 5e-8 false failure
+POWER_FAIL = 4e-8           # every power check: P(a broken variant passes) ≤ this (computed, asserted)
+MODULE_FALSE_FAILURE = 1e-6
+# test → (two-sided statistical tests per parametrisation, power checks per parametrisation)
+STATISTICAL = {
+    "test_laplace_noise_scale": (1, 2),
+    "test_gaussian_noise_scale": (1, 2),
+    "test_private_topL_value_noise_scale": (1, 2),
+    "test_private_topL_selection_noise_scale": (1, 2),
+    "test_private_topL_selection_noise_scale_coarse": (1, 2),
+}
 
 
 def bound_fix(unit: str, B: float) -> int:
@@ -298,22 +316,22 @@ def gaussian_scale_test(noise: np.ndarray, sigma: float) -> tuple[bool, float, t
     ReleaseRequest(mechanism="laplace", epsilon=0.3, unit="user", adjacency="replace", B=2.0, L=2000),
 ], ids=["record-add_drop", "user-replace"])
 def test_laplace_noise_scale(config):
-    """Σ|X| over 20,000 coordinates (10 releases, m = L = 2000). False failure ≤ 5e-7 (exact
+    """Σ|X| over 4,000 coordinates (2 releases, m = L = 2000). False failure ≤ 5e-8 (exact
     Chernoff bound on the discrete Laplace); power: at scale ×1.3 and ×0.7 the chance of
-    passing is bounded the same way and asserted ≤ 1e-6."""
+    passing is bounded the same way and asserted ≤ POWER_FAIL."""
     mech = make_mechanism(config, m=2000)
     t = mech.parts[0].noise_scale
     assert t == pytest.approx(mech.noise_scale * SCALE)
-    noise = _drawn_noise(mech, FIXED_SKETCH, rounds=10)
+    noise = _drawn_noise(mech, FIXED_SKETCH, rounds=2)
     ok, stat, (lo, hi) = laplace_scale_test(noise, t)
     assert ok, f"Σ|X|/b = {stat:.1f} outside ({lo:.1f}, {hi:.1f}) for n={len(noise)}"
     n = len(noise)
     for ratio in (1.3, 0.7):
-        wrong = _opendp_noise("laplace", t * ratio, FIXED_SKETCH, rounds=10)
-        ok_w, stat_w, _ = laplace_scale_test(wrong, t)
         p_pass = (_p_below(n, laplace_abs_logmgf(t, ratio), hi) if ratio > 1
                   else _p_above(n, laplace_abs_logmgf(t, ratio), lo))
-        assert p_pass <= 1e-6, p_pass
+        assert p_pass <= POWER_FAIL, p_pass
+        wrong = _opendp_noise("laplace", t * ratio, FIXED_SKETCH, rounds=2)
+        ok_w, stat_w, _ = laplace_scale_test(wrong, t)
         assert not ok_w, f"scale ×{ratio} passed (Σ|X|/b = {stat_w:.1f}; P(pass) ≤ {p_pass:.2e})"
 
 
@@ -323,65 +341,103 @@ def test_laplace_noise_scale(config):
                   calibration="classical", L=2000),
 ], ids=["record-add_drop-zcdp", "user-replace-classical"])
 def test_gaussian_noise_scale(config):
-    """ΣX²/σ² over 20,000 coordinates. False failure ≤ 5e-7 (Chernoff, χ² MGF); power at
-    σ×1.3 and σ×0.7 asserted ≤ 1e-6 chance of passing."""
+    """ΣX²/σ² over 4,000 coordinates. False failure ≤ 5e-8 (Chernoff, χ² MGF); power at
+    σ×1.3 and σ×0.7: chance of passing computed and asserted ≤ POWER_FAIL."""
     mech = make_mechanism(config, m=2000)
     sigma = mech.parts[0].noise_scale
-    noise = _drawn_noise(mech, FIXED_SKETCH, rounds=10)
+    noise = _drawn_noise(mech, FIXED_SKETCH, rounds=2)
     ok, stat, (lo, hi) = gaussian_scale_test(noise, sigma)
     assert ok, f"ΣX²/σ² = {stat:.1f} outside ({lo:.1f}, {hi:.1f}) for n={len(noise)}"
     n = len(noise)
     for ratio in (1.3, 0.7):
-        wrong = _opendp_noise("gaussian", sigma * ratio, FIXED_SKETCH, rounds=10)
-        ok_w, stat_w, _ = gaussian_scale_test(wrong, sigma)
         p_pass = (_p_below(n, gaussian_sq_logmgf(ratio), hi) if ratio > 1
                   else _p_above(n, gaussian_sq_logmgf(ratio), lo))
-        assert p_pass <= 1e-6, p_pass
+        assert p_pass <= POWER_FAIL, p_pass
+        wrong = _opendp_noise("gaussian", sigma * ratio, FIXED_SKETCH, rounds=2)
+        ok_w, stat_w, _ = gaussian_scale_test(wrong, sigma)
         assert not ok_w, f"σ ×{ratio} passed (ΣX²/σ² = {stat_w:.1f}; P(pass) ≤ {p_pass:.2e})"
 
 
 def test_private_topL_value_noise_scale():
-    """The Gaussian values of private_topL: 100 releases with m = L = 200 (20,000 draws).
-    Same test and bounds as above (false failure ≤ 5e-7)."""
+    """The Gaussian values of private_topL: 20 releases with m = L = 200 (4,000 draws).
+    Same test and bounds as above: false failure ≤ 5e-8; at σ×1.3 and σ×0.7 the chance of
+    passing is computed and asserted ≤ POWER_FAIL."""
     mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=200), m=200)
     sigma = mech.parts[1].noise_scale
     assert mech.noise_scale == sigma / SCALE
-    noise = _drawn_noise(mech, FIXED_SKETCH[:200], rounds=100)
+    noise = _drawn_noise(mech, FIXED_SKETCH[:200], rounds=20)
     ok, stat, (lo, hi) = gaussian_scale_test(noise, sigma)
     assert ok, f"ΣX²/σ² = {stat:.1f} outside ({lo:.1f}, {hi:.1f})"
-    wrong_hi = _opendp_noise("gaussian", sigma * 1.3, FIXED_SKETCH[:200], rounds=100)
-    wrong_lo = _opendp_noise("gaussian", sigma * 0.7, FIXED_SKETCH[:200], rounds=100)
-    assert not gaussian_scale_test(wrong_hi, sigma)[0] and not gaussian_scale_test(wrong_lo, sigma)[0]
+    n = len(noise)
+    for ratio in (1.3, 0.7):
+        p_pass = (_p_below(n, gaussian_sq_logmgf(ratio), hi) if ratio > 1
+                  else _p_above(n, gaussian_sq_logmgf(ratio), lo))
+        assert p_pass <= POWER_FAIL, p_pass
+        wrong = _opendp_noise("gaussian", sigma * ratio, FIXED_SKETCH[:200], rounds=20)
+        assert not gaussian_scale_test(wrong, sigma)[0], f"σ ×{ratio} passed (P(pass) ≤ {p_pass:.2e})"
 
 
-@pytest.mark.parametrize("adjacency", ["add_drop"])   # replace: exactly twice the scale (test below)
-def test_private_topL_selection_noise_scale(adjacency):
-    """Selection with two atoms at gap g = s·ln 2 (s the calibrated selection scale): the lower
-    one is admitted with probability ½e^{−g/s} = ¼ (permute-and-flip / exponential noise).
-    N = 12,000 draws; acceptance = exact binomial quantiles at 2.5e-7 each side (false
-    failure ≤ 5e-7); at s×1.3 (p ≈ 0.293) and s×0.7 (p ≈ 0.186) the chance of passing is
-    computed exactly from the binomial and asserted ≤ 1e-6."""
+def _selection_scale_test(adjacency: str, gap: float, N: int, ratios: tuple[float, float]) -> None:
+    """Two atoms, the second `gap`·s behind the first (s the calibrated selection scale): the
+    second is admitted with probability ½e^{−g/s} (permute-and-flip / exponential noise).
+    N releases through Mechanism.apply; acceptance = exact binomial quantiles at
+    P_FAIL_EACH_SIDE each side; for each ratio the chance that OpenDP's selection at s×ratio
+    passes is computed exactly from the binomial and asserted ≤ POWER_FAIL, then drawn."""
     mech = make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=1,
                                         adjacency=adjacency), m=2)
-    select = mech.parts[0]
-    s = select.noise_scale
-    g = round(s * math.log(2))
+    s = mech.parts[0].noise_scale
+    g = round(s * gap)
     p0 = 0.5 * math.exp(-g / s)
-    N = 12_000
     lo = stats.binom.ppf(P_FAIL_EACH_SIDE, N, p0)
     hi = stats.binom.isf(P_FAIL_EACH_SIDE, N, p0)
     x = np.array([g, 0], dtype=np.int64)
     hits = sum(1 for _ in range(N) if mech.apply(x).admitted == [1])
     assert lo <= hits <= hi, (hits, lo, hi, p0)
-    for ratio in (1.3, 0.7):
+    domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=2)
+    metric = dp.linf_distance(T=dp.i64, monotonic=adjacency == "add_drop")
+    for ratio in ratios:
         p_alt = 0.5 * math.exp(-g / (s * ratio))
         p_pass = stats.binom.cdf(hi, N, p_alt) - stats.binom.cdf(lo - 1, N, p_alt)
-        assert p_pass <= 1e-6, (ratio, p_pass)
-        domain = dp.vector_domain(dp.atom_domain(T=dp.i64), size=2)
-        metric = dp.linf_distance(T=dp.i64, monotonic=adjacency == "add_drop")
+        assert p_pass <= POWER_FAIL, (ratio, p_pass)
         wrong = dp.m.make_noisy_top_k(domain, metric, dp.max_divergence(), k=1, scale=s * ratio)
         hits_w = sum(1 for _ in range(N) if wrong([g, 0]) == [1])
-        assert not (lo <= hits_w <= hi), (ratio, hits_w)
+        assert not (lo <= hits_w <= hi), (ratio, hits_w, p_pass)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adjacency", ["add_drop"])   # replace: exactly twice the scale (test below)
+def test_private_topL_selection_noise_scale(adjacency):
+    """The selection's scale to within 30%: gap s·ln 2 (p = ¼), N = 15,000; at s×1.3
+    (p ≈ 0.293) and s×0.7 (p ≈ 0.186) P(pass) ≤ 4.3e-11. False failure ≤ 5e-8."""
+    _selection_scale_test(adjacency, math.log(2), 15_000, (1.3, 0.7))
+
+
+@pytest.mark.parametrize("adjacency", ["add_drop"])
+def test_private_topL_selection_noise_scale_coarse(adjacency):
+    """The fast loop's form: the selection's scale to within a factor of two (halved noise is
+    what a wrong metric or a halved d_in gives): gap 1.5·s (p ≈ 0.112), N = 1,200; at s×2
+    (p ≈ 0.236) and s×½ (p ≈ 0.025) P(pass) ≤ 6.3e-10. False failure ≤ 5e-8."""
+    _selection_scale_test(adjacency, 1.5, 1_200, (2.0, 0.5))
+
+
+def test_the_error_budget_adds_up():
+    """Every statistical test of this module is in STATISTICAL, counted over its own
+    parametrisation, and the module's false-failure bounds add up to ≤ 1e-6."""
+    import inspect
+
+    here = {name for name, fn in globals().items() if name.startswith("test_") and inspect.isfunction(fn)
+            and ("_noise_scale" in name)}
+    assert here == set(STATISTICAL), here ^ set(STATISTICAL)
+    tests = checks = 0
+    for name, (per_test, per_power) in STATISTICAL.items():
+        runs = 1
+        for mark in getattr(globals()[name], "pytestmark", []):
+            if mark.name == "parametrize":
+                runs *= len(mark.args[1])
+        tests += runs * per_test
+        checks += runs * per_power
+    assert (tests, checks) == (7, 14)
+    assert tests * 2 * P_FAIL_EACH_SIDE + checks * POWER_FAIL <= MODULE_FALSE_FAILURE
 
 
 # ============================================================================ (c) private_topL admission
@@ -410,6 +466,23 @@ def test_full_sketch_mechanisms_admit_noisy_top_L(mechanism):
     assert rel.noisy_mass == sorted(rel.noisy_mass, reverse=True)
 
 
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_the_admitted_atoms_are_the_top_L_of_the_noisy_vector(mechanism):
+    """Admission reads the noisy values, never the exact masses: on a sketch of equal masses
+    the exact top L would be atoms 0..L−1 (the tie-break), the noisy one almost never is.
+    Deterministic for a correct mechanism (no false failure); an admission by exact masses
+    passes both checks with probability ≤ 1/C(50, 8) < 2e-9."""
+    m, L = 50, 8
+    mech = make_mechanism(ReleaseRequest(mechanism=mechanism, epsilon=0.5, delta=1e-6, L=L), m=m)
+    mass = np.full(m, 3 * SCALE, dtype=np.int64)
+    seen = []
+    rel = mech.apply(mass, observe=seen.append)
+    (noisy,) = seen
+    assert rel.admitted == top_l(np.round(noisy * SCALE).astype(np.int64), L)
+    assert rel.noisy_mass == [float(noisy[i]) for i in rel.admitted]
+    assert set(rel.admitted) != set(range(L))
+
+
 def test_monotonic_selection_under_add_drop_only():
     def make(adjacency):
         return make_mechanism(ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, L=5,
@@ -430,3 +503,70 @@ def test_apply_rejects_a_float_or_misshaped_sketch():
         mech.apply(np.zeros(4, dtype=np.float64))
     with pytest.raises(ValueError):
         mech.apply(np.zeros(5, dtype=np.int64))
+
+
+def test_a_cached_mechanism_must_match_its_request_and_its_maps():
+    """Mechanism.check (a release given a calibration built earlier, as experiment grids do):
+    one built for another request, another d_in or charged below its own map is refused."""
+    from dataclasses import replace
+
+    request = ReleaseRequest(mechanism="private_topL", epsilon=1.0, delta=1e-6, unit="user", B=2.0,
+                             adjacency="replace", L=3)
+    mech = make_mechanism(request, m=10)
+    mech.check(request, 10)
+    with pytest.raises(BadInput, match="another request"):
+        mech.check(replace(request, B=1.0), 10)
+    with pytest.raises(BadInput, match="another request"):
+        mech.check(request, 11)
+    for i, part in enumerate(mech.parts):
+        for tampered in (replace(part, d_in=part.d_in // 2), replace(part, epsilon=part.epsilon / 2),
+                         replace(part, delta=part.delta / 2 if part.delta else 1e-9)):
+            parts = list(mech.parts)
+            parts[i] = tampered
+            with pytest.raises(BadInput, match="does not match its d_in or its charged cost"):
+                replace(mech, parts=tuple(parts)).check(request, 10)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("confidence", [0.9, 0.99, 0.999])
+def test_the_comparison_margin_is_the_quantile_of_a_difference_of_two_draws(kind, confidence):
+    """A plan's comparison margin: two released values whose gap clears it are ordered as the
+    true masses are with probability ≥ confidence — the margin is the confidence quantile of
+    X − Y for two independent draws (checked against scipy's distributions, the Laplace one by
+    numerical convolution, not against the module's own formula)."""
+    from scipy import integrate
+
+    from dpspin_sql.mechanisms import comparison_margin
+
+    scale = 2.5
+    margin = comparison_margin(kind, scale, confidence)
+    if kind == "gaussian":
+        tail = stats.norm.sf(margin, scale=scale * math.sqrt(2))
+    else:
+        tail = integrate.quad(lambda y: stats.laplace.pdf(y, scale=scale) * stats.laplace.sf(margin + y, scale=scale),
+                              -np.inf, np.inf, epsabs=1e-13)[0]
+    assert tail == pytest.approx(1 - confidence, rel=1e-6)
+    assert comparison_margin(kind, 0.0, confidence) == 0.0
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian", "private_topL"])
+def test_the_interval_half_width_is_the_family_wise_quantile(mechanism):
+    """The plan's intervals hold all at once at the stated confidence: each coordinate's
+    two-sided tail beyond the half-width is (1 − confidence)/family, the family being all m
+    coordinates for laplace and gaussian (they admit by the same noisy values) and the L
+    admitted values for private_topL (checked against the noise's own distribution: the
+    discrete Laplace in closed form, the Gaussian with scipy, one fixed-point unit added)."""
+    from dpspin_sql.mechanisms import interval_half_width
+
+    m, L, confidence = 30, 5, 0.95
+    request = ReleaseRequest(mechanism=mechanism, epsilon=1.0, delta=None if mechanism == "laplace" else 1e-6, L=L)
+    mech = make_mechanism(request, m)
+    h = interval_half_width(mech, confidence) * SCALE
+    t = mech.noise_scale * SCALE
+    alpha = (1 - confidence) / (L if mechanism == "private_topL" else m)
+    if mechanism == "laplace":
+        a = math.exp(-1 / t)
+        tail = lambda k: 2 * a ** (math.floor(k) + 1) / (1 + a)    # P(|X| > k), X discrete Laplace
+        assert tail(h) <= alpha < tail(h - 1) * (1 + 1e-6)
+    else:
+        assert 2 * stats.norm.sf((h - 1) / t) == pytest.approx(alpha, rel=1e-6)

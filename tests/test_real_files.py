@@ -33,6 +33,7 @@ from dpspin_sql import store
 from tests.helpers import corpus
 from tests.helpers.core import cli, new_store, snapshot
 from tests.helpers.postgres import pg_dsn  # noqa: F401 - the real-server fixture
+from tests.helpers.prereq import environment_skip
 
 HAS_PANDAS = importlib.util.find_spec("pandas") is not None
 WRITERS = {k: v for k, v in corpus.FAST_WRITERS.items() if HAS_PANDAS or k not in corpus.PANDAS_WRITERS}
@@ -301,7 +302,7 @@ def test_the_hand_written_r_format_is_what_r_writes(tmp_path):
     same bytes for every table (skips with the reason elsewhere)."""
     rscript = shutil.which("Rscript")
     if rscript is None:
-        pytest.skip("R is not installed (Rscript); the corpus writes R's write.csv format by hand")
+        environment_skip("R is not installed (Rscript; R is no prerequisite): the corpus writes R's write.csv format by hand")
     for table, (columns, rows) in corpus.TABLES.items():
         cols = []
         for i, c in enumerate(columns):

@@ -23,6 +23,7 @@ from dpspin_sql import ledger, store
 from dpspin_sql.release import release
 from dpspin_sql.request import ReleaseRequest
 from tests.helpers.core import assert_one_line_error, cli, synthetic_store
+from tests.helpers.prereq import environment_skipif
 
 REQUEST = ReleaseRequest(mechanism="laplace", epsilon=0.25, unit="user", L=3)
 DPSPIN = Path(sys.executable).with_name("dpspin")
@@ -123,7 +124,7 @@ def _userns_ok() -> bool:
         return False
 
 
-needs_userns = pytest.mark.skipif(not _userns_ok(), reason="unshare --user --mount is not allowed here (a tmpfs "
+needs_userns = environment_skipif(not _userns_ok(), "unshare --user --mount is not allowed here (a tmpfs "
                                                            "of our own is how a full or read-only disk is made)")
 
 
@@ -206,7 +207,7 @@ ls -A "$MNT" > "$HOST/listing"
     assert not [n for n in listing if n.startswith(".p.json.")], listing   # the probe left nothing
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a directory without write permission")
+@environment_skipif(os.geteuid() == 0, "root writes in a directory without write permission")
 def test_an_out_directory_without_write_permission_refuses_before_the_charge(released, tmp_path, capsys):
     db, _ = released
     locked = tmp_path / "locked"

@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers.core import open_copy
 from tests.helpers.data import data_root
+from tests.helpers.prereq import missing_prerequisite
 
 pytestmark = pytest.mark.spark
 
@@ -76,7 +77,7 @@ def spark():
 @pytest.fixture(scope="module")
 def amazon(tmp_path_factory) -> Path:
     if not AMAZON.exists():
-        pytest.skip(f"real sample not available: {AMAZON} is absent (../shared/data sits beside the checkout)")
+        missing_prerequisite(f"real sample not available: {AMAZON} is absent (../shared/data sits beside the checkout)")
     return build_amazon_store(tmp_path_factory.mktemp("spark") / "amazon.duckdb")
 
 

@@ -234,7 +234,7 @@ def test_a_view_that_is_not_row_wise_is_refused_naming_it_and_the_construct(lake
     try:
         con.execute(f"CREATE OR REPLACE VIEW lake.main.bad AS {body}")
     except duckdb.Error:
-        pytest.skip(f"DuckDB itself refuses the view {name}")
+        return   # DuckDB itself refuses to create the view: no statement can read through it
     with pytest.raises(AuditRefusal) as refusal:
         _sketch(con, _sql("lake.main.bad"), files_root=work)
     message = str(refusal.value)

@@ -6,19 +6,19 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 
 from dpspin_sql import store
 from tests.helpers.data import data_root
+from tests.helpers.prereq import missing_prerequisite
 
 SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/data.py)
 
 
 def shared(*parts: str) -> Path:
-    """A path under ../shared/data, or a skip that says why."""
+    """A path under ../shared/data, or a skip that says why (a failure in CI)."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"real corpus not available: {path} is absent (../shared/data sits beside the checkout)")
+        missing_prerequisite(f"real corpus not available: {path} is absent (../shared/data sits beside the checkout)")
     return path
 
 
@@ -66,3 +66,22 @@ def cfpb_like(n_per: int = 12, split: str = "aux", start: int = 0, canary: str |
                          "metadata": {"product": p, "issue": iss, "sub_issue": sub}})
             i += 1
     return rows
+
+
+def assert_no_canary_in_scorer(scorer, canary: str) -> None:
+    """Everything a fitted scorer keeps (its `state()`: the metadata and arrays it saves and
+    scores with) is free of `canary`. Read from the state every scorer kind has, never from
+    an attribute some kinds happen to have (a missing attribute must not make this vacuous)."""
+    import json as _json
+
+    import numpy as _np
+
+    meta, arrays = scorer.state()
+    assert isinstance(meta, dict) and isinstance(arrays, dict)
+    assert canary not in _json.dumps(meta, ensure_ascii=False).lower()
+    for name, value in arrays.items():
+        value = _np.asarray(value)
+        if value.dtype.kind in "USO":
+            assert not any(canary in str(v).lower() for v in value.ravel()), name
+        else:
+            assert canary.encode() not in value.tobytes(), name

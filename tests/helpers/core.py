@@ -12,6 +12,7 @@ is clipped the same way to Σ ≤ floor(B·2^S).
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
@@ -30,10 +31,30 @@ SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/d
 
 # --------------------------------------------------------------------------- stores
 
+@functools.cache
+def _empty_store() -> Path:
+    """One empty store a process, made by store.connect; new stores are copies of its file
+    (the schema's DDL and macros took ~0.1 s of every store a test made)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="dpspin-empty-store-"))
+    atexit.register(shutil.rmtree, where, True)
+    path = where / "empty.duckdb"
+    store.connect(path, create=True).close()
+    return path
+
+
 def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5):
-    """A fresh store; with `epsilon_budget`, its total budget is set."""
+    """A fresh store (a copy of an empty one when `path` is new); with `epsilon_budget`, its
+    total budget is set."""
+    import shutil
+
     from dpspin_sql import ledger
 
+    if not Path(path).exists():
+        shutil.copyfile(_empty_store(), path)
     con = store.connect(path, create=True)
     if epsilon_budget is not None:
         ledger.set_budget(con, epsilon_budget, delta_budget)
