@@ -24,6 +24,7 @@ fixed-point scale by behaviour: a fresh store accepts a vector of exactly one un
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -292,8 +293,7 @@ def test_a_user_on_both_sides_of_the_split_is_refused_whatever_its_keys(tmp_path
     con.close()
 
 
-OLD_RECORDS = """CREATE TABLE records (record_id VARCHAR PRIMARY KEY, user_id VARCHAR, text VARCHAR,
-    split VARCHAR NOT NULL DEFAULT 'target', metadata JSON)"""
+OLD_STORE = (Path(__file__).parent / "data" / "store_before_vectors.sql").read_text()
 
 
 def test_a_store_of_an_older_version_is_migrated_without_the_proof(tmp_path):
@@ -302,7 +302,7 @@ def test_a_store_of_an_older_version_is_migrated_without_the_proof(tmp_path):
     catalog proves nothing and a vector of sixteen units counts one."""
     path = tmp_path / "old.duckdb"
     raw = duckdb.connect(str(path))
-    raw.execute(OLD_RECORDS)
+    raw.execute(OLD_STORE)
     raw.close()
     con = store.connect(path)
     assert canonical_facts(con).canonical is False

@@ -45,7 +45,7 @@ def base(tmp_path_factory):
     finally:
         anchors.unregister(db)
         con.close()
-    other = synthetic_store(d / "other.duckdb", epsilon_budget=3.0)
+    other = synthetic_store(d / "other.duckdb", epsilon_budget=3.0, own_genesis=True)   # another store's own chain
     c2 = store.connect(other)
     release(c2, REQUEST, out=d / "other_plan.json")
     c2.close()

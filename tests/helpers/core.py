@@ -46,14 +46,16 @@ def _empty_store() -> Path:
     return path
 
 
-def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5):
-    """A fresh store (a copy of an empty one when `path` is new); with `epsilon_budget`, its
-    total budget is set."""
+def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5,
+              own_genesis: bool = False):
+    """A fresh store (a copy of an empty one when `path` is new; `own_genesis`: made by
+    store.connect itself, so that its ledger's creation row is its own, as `dpspin init`
+    makes it, not the shared copy's); with `epsilon_budget`, its total budget is set."""
     import shutil
 
     from dpspin_sql import ledger
 
-    if not Path(path).exists():
+    if not Path(path).exists() and not own_genesis:
         shutil.copyfile(_empty_store(), path)
     con = store.connect(path, create=True)
     if epsilon_budget is not None:
@@ -99,10 +101,11 @@ def set_split(con, record_ids, split: str) -> None:
 
 
 def synthetic_store(path: str | Path, *, n_users: int = 40, records_per_user: int = 3, m: int = 12,
-                    epsilon_budget: float = 1.0, delta_budget: float = 1e-5, close: bool = True):
+                    epsilon_budget: float = 1.0, delta_budget: float = 1e-5, close: bool = True,
+                    own_genesis: bool = False):
     """A small well-formed store (every target record has a user and 1–3 atoms) for the
     ledger and CLI tests. Deterministic; returns the path (or the open connection)."""
-    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget)
+    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget, own_genesis=own_genesis)
     install_atoms(con, list(range(m)), [f"theme {chr(97 + i % 26)}{i}" for i in range(m)])
     records, rows = [], []
     for u in range(n_users):
