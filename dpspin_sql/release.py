@@ -75,7 +75,7 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
         outputs.add(out, "--out", kind="plan")
         outputs.reserve(out, "--out", len(dictionary_text.encode()) + _plan_size_bound(atoms, request.L))
     eps, delta = mechanism.cost
-    ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
+    ledger.check(con, eps, delta, dataset, measurements=mechanism.audit_records())   # refuse early, before the sketch
     sketch = engine.sketch(con, request.bounds)
     _check_sketch(sketch, request, atoms)
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this

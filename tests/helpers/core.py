@@ -30,11 +30,15 @@ SHARED_DATA = data_root()   # $DPSPIN_DATA, else ../shared/data (tests/helpers/d
 
 # --------------------------------------------------------------------------- stores
 
-def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5):
-    """A fresh store; with `epsilon_budget`, its total budget is set."""
+def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5,
+              accountant: str | None = None):
+    """A fresh store; with `epsilon_budget`, its total budget is set; with `accountant`, it
+    composes by that accountant (new stores: zcdp)."""
     from dpspin_sql import ledger
 
     con = store.connect(path, create=True)
+    if accountant is not None:
+        ledger.set_accountant(con, accountant)
     if epsilon_budget is not None:
         ledger.set_budget(con, epsilon_budget, delta_budget)
     return con
@@ -78,10 +82,11 @@ def set_split(con, record_ids, split: str) -> None:
 
 
 def synthetic_store(path: str | Path, *, n_users: int = 40, records_per_user: int = 3, m: int = 12,
-                    epsilon_budget: float = 1.0, delta_budget: float = 1e-5, close: bool = True):
+                    epsilon_budget: float = 1.0, delta_budget: float = 1e-5, close: bool = True,
+                    accountant: str | None = None):
     """A small well-formed store (every target record has a user and 1–3 atoms) for the
     ledger and CLI tests. Deterministic; returns the path (or the open connection)."""
-    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget)
+    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget, accountant=accountant)
     install_atoms(con, list(range(m)), [f"theme {chr(97 + i % 26)}{i}" for i in range(m)])
     records, rows = [], []
     for u in range(n_users):
