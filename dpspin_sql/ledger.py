@@ -256,12 +256,13 @@ def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> Bu
     _require_schema(con)
     row = _budget_row(con, dataset)
     name = _dataset_accountant(con, dataset)
-    comp = accountant.compose(name, float(row[0]), float(row[1]), _history(con, dataset, need_rho=name != "basic"))
+    history = _history(con, dataset, need_rho=name != "basic")
+    comp = accountant.compose(name, float(row[0]), float(row[1]), history)
     rows = con.execute(queries.load("ledger_releases"), {"dataset": dataset}).fetchall()
     releases = [{"release_id": r[0], "created_at": r[1].isoformat(timespec="seconds"), "mechanism": r[2],
                  "epsilon": r[3], "delta": r[4], "params": json.loads(r[5]) if r[5] else {}, "plan_path": r[6],
-                 "chain": r[7]}
-                for r in rows]
+                 "chain": r[7]} | ({"rho": h.rho} if name != accountant.BASIC else {})
+                for r, h in zip(rows, history)]
     events = [{"row": e[0], "kind": e[4], "created_at": e[6].isoformat(timespec="seconds"),
                "epsilon_total": e[7], "delta_total": e[8]}
               for e in _event_rows(con) if e[5] == dataset and e[4] in ("budget", "migrated")]
