@@ -206,35 +206,38 @@ def composed_rho(rhos: Sequence[float]) -> float:
     return 0.0 if meas is None else float(meas.map(1))
 
 
-def epsilon_of_rho(rho: float, delta: float, meas=None) -> float:
+def epsilon_of_rho(rho: float, at: float, meas=None) -> float:
     """ε of a ρ-zCDP measurement at δ, by OpenDP's `make_zCDP_to_approxDP` and
     `make_fix_delta` (on `meas`, a composed measurement, when given); inf when δ = 0."""
     if rho <= 0.0:
         return 0.0
-    if delta <= 0.0:
+    if at <= 0.0:
         return math.inf
     meas = meas if meas is not None else _carrier(float(rho))
-    eps, _ = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), float(delta)).map(1)
+    try:
+        eps, _ = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), float(at)).map(1)
+    except dp.OpenDPException:   # beyond what OpenDP's arithmetic bounds (an enormous ρ): no finite ε
+        return math.inf
     return float(eps)
 
 
 @functools.lru_cache(maxsize=256)
-def rho_limit(epsilon_total: float, delta: float) -> float:
+def rho_limit(epsilon_total: float, at: float) -> float:
     """The largest double ρ whose ε at δ (OpenDP's conversion) is at most ε_total: the zCDP
     path admits while the composed ρ stays at or below it (a bound on a sum that only grows,
     so every earlier state of an admitted history was admitted too). Only `fits(ρ)` — OpenDP's
     ε at δ within ε_total — decides; the closed forms below only make the search short."""
-    if not (0.0 < delta < 1.0) or epsilon_total <= 0.0 or not math.isfinite(epsilon_total):
+    if not (0.0 < at < 1.0) or epsilon_total <= 0.0 or not math.isfinite(epsilon_total):
         return 0.0
 
     def fits(r: float) -> bool:
-        return epsilon_of_rho(r, delta) <= epsilon_total
+        return epsilon_of_rho(r, at) <= epsilon_total
 
     def excess(r: float) -> float:
-        return epsilon_of_rho(r, delta) - epsilon_total
+        return epsilon_of_rho(r, at) - epsilon_total
 
     # ε ≤ ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016), so this ρ is a first point that fits
-    log_inv = math.log(1.0 / delta)
+    log_inv = math.log(1.0 / at)
     lo = (math.sqrt(log_inv + epsilon_total) - math.sqrt(log_inv)) ** 2
     while lo > 0.0 and not fits(lo):
         lo /= 2.0
