@@ -342,6 +342,30 @@ def test_a_store_of_an_earlier_version_keeps_basic_composition(tmp_path, capsys,
     con.close()
 
 
+def test_a_store_whose_creation_names_no_accountant_composes_by_basic(tmp_path, mechs):
+    """A store of the version before accountants: its creation event has no details."""
+    db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=6.0)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE ledger_events SET details = NULL WHERE kind = 'created'")
+    rehash(con)
+    con.close()
+    con = store.connect(db)
+    assert ledger.accountant_of(con) == "basic" and ledger.verify(con) == []
+    assert fill(con, mechs["gaussian-1"]) == 6
+    con.close()
+
+
+def test_install_chooses_the_accountant_of_a_new_store(tmp_path):
+    import dpspin_sql
+
+    con = duckdb.connect()
+    dpspin_sql.install(con, tmp_path / "s.duckdb", epsilon_budget=2.0, accountant="basic")
+    con.close()
+    con = store.connect(tmp_path / "s.duckdb")
+    assert ledger.status(con).accountant == "basic"
+    con.close()
+
+
 def test_an_experiment_runs_own_budget_composes_by_basic(tmp_path, mechs):
     db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=1.0)
     con = store.connect(db)
