@@ -448,6 +448,7 @@ def _budget(data: CardData) -> str:
                f'<strong>left ε = {_g(st.epsilon_remaining, 6)}, δ = {_g(st.delta_remaining, 3)}</strong></p>')
     out.append(f'<p class="meters">ε {_meter(st.epsilon_spent, st.epsilon_total, "share of ε spent")} '
                f'δ {_meter(st.delta_spent, st.delta_total, "share of δ spent")}</p>')
+    out.append(_accountant(st))
     rows = []
     for i, r in enumerate(st.releases, start=1):
         mine = r["release_id"] == data.plan.get("release_id")
@@ -467,6 +468,25 @@ def _budget(data: CardData) -> str:
     if not st.releases:
         out.append('<p class="muted">No release has been charged to this dataset.</p>')
     return "".join(out)
+
+
+def _accountant(st: Any) -> str:
+    """The accountant that composes the dataset's releases, and its state."""
+    comp = getattr(st, "composition", None)
+    name = getattr(st, "accountant", "basic")
+    if comp is None:
+        return f'<p id="accountant">Accountant: <strong>{e(name)}</strong>.</p>'
+    if comp.accountant == "zcdp":
+        zcdp = (f'composed zCDP ρ = {_g(comp.rho, 6)} of {_g(comp.rho_limit, 6)} '
+                f'(ε = {_g(comp.zcdp_epsilon, 6)} at δ = {_g(comp.zcdp_delta, 3)})' if comp.rho is not None
+                else "no zCDP form for every release")
+        how = (f'; basic composition Σε = {_g(comp.basic_epsilon, 6)}, Σδ = {_g(comp.basic_delta, 3)} of '
+               f'δ = {_g(comp.basic_delta_limit, 3)}. A release is admitted while either fits; spent is counted by '
+               f'{"zCDP" if comp.path == "zcdp" else "basic composition"}')
+        return (f'<p id="accountant">Accountant: <strong>zcdp</strong>, {comp.releases} release(s): {zcdp}'
+                f'{how} {_meter(comp.rho or 0.0, comp.rho_limit or 1.0, "share of ρ spent")}</p>')
+    return (f'<p id="accountant">Accountant: <strong>basic</strong> (ε and δ of every release summed), '
+            f'{comp.releases} release(s): Σε = {_g(comp.basic_epsilon, 6)}, Σδ = {_g(comp.basic_delta, 3)}.</p>')
 
 
 def _summary(data: CardData) -> str:

@@ -53,7 +53,7 @@ __all__ = ["CATALOG", "install", "session", "installed", "resolve", "user_catalo
 
 def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget: float | None = None,
             delta_budget: float | None = None, dataset: str | None = None,
-            witness: str | Path | None = None) -> None:
+            witness: str | Path | None = None, accountant: str | None = None) -> None:
     """Make `con` able to run DP statements, with the dpspin store in the file `store`.
 
     The store is created when `store` does not exist (with the default total budget, or
@@ -62,6 +62,8 @@ def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget
     `witness` is a file kept outside the store (docs/EMBEDDING.md, "The ledger on your
     connection"): every charge and budget change checks the ledger against it first and
     appends the new head; it is started with the current head when it does not exist.
+    `accountant` ("basic" | "zcdp"; new stores: zcdp) is how its releases compose, chosen
+    before the first release (docs/DESIGN.md §4, "Accountants").
     Idempotent and thread-safe (see the module docstring).
     """
     from dpspin_sql import anchors, ledger
@@ -89,6 +91,8 @@ def install(con: duckdb.DuckDBPyConnection, store: str | Path, *, epsilon_budget
             if not Path(witness).exists():
                 head = ledger.head(cur)
                 anchors.append_witness(witness, path, head.chain_id or head.row_hash, head.seq, head.row_hash)
+        if accountant is not None:
+            ledger.set_accountant(cur, accountant)
         if epsilon_budget is not None or delta_budget is not None:
             current = _budget(cur, dataset)
             ledger.set_budget(cur, epsilon_budget if epsilon_budget is not None else current[0],

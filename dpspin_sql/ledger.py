@@ -31,9 +31,12 @@ consistent in itself is caught against anchors kept outside the store: published
 and a witness file (`anchors.py`). A charge or budget change refuses to extend a ledger
 that fails these checks.
 
-Costs compose by basic sequential composition, summed with `math.fsum` (exact rounding,
-no tolerance that could let an overspend through). Every row keeps its serialised
-measurements and their d_in, so an accountant can compose them otherwise later.
+How costs compose is the store's accountant (`accountant.py`, an event of the chain:
+the creation event names it, an 'accountant' event changes it before any release): basic
+sequential composition (ε and δ summed with `math.fsum`, exact rounding, no tolerance that
+could let an overspend through) or zcdp. Every row keeps its serialised measurements, their
+d_in and each one's zCDP ρ; every charge rebuilds them and recomposes the dataset's
+releases under the accountant before it admits one more.
 """
 from __future__ import annotations
 
@@ -51,9 +54,10 @@ from typing import Any
 
 import duckdb
 
-from dpspin_sql import anchors, interrupts, queries
+from dpspin_sql import accountant, anchors, interrupts, queries
+from dpspin_sql.accountant import Composition, Release
 from dpspin_sql.db import first_row, lock_timeout, storage_error, transaction
-from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, StoreBusy
+from dpspin_sql.errors import BadInput, BudgetExceeded, LedgerTampered, Refusal, StoreBusy
 
 DEFAULT_DATASET = "default"
 DEFAULT_EPSILON_BUDGET = 1.0
@@ -89,6 +93,8 @@ class BudgetStatus:
     delta_spent: float
     releases: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    accountant: str = accountant.BASIC
+    composition: Composition | None = None   # spent (above) is what the accountant counts
 
     @property
     def epsilon_remaining(self) -> float:
@@ -102,7 +108,9 @@ class BudgetStatus:
         return {"dataset": self.dataset, "epsilon_total": self.epsilon_total, "delta_total": self.delta_total,
                 "epsilon_spent": self.epsilon_spent, "delta_spent": self.delta_spent,
                 "epsilon_remaining": self.epsilon_remaining, "delta_remaining": self.delta_remaining,
-                "releases": self.releases, "budget_events": self.events}
+                "releases": self.releases, "budget_events": self.events,
+                "accountant": self.composition.to_dict() if self.composition is not None
+                else {"name": self.accountant}}
 
 
 @dataclass(frozen=True)
@@ -126,10 +134,7 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
     the one exception: each run of an experiment grid (dpspin_sql.experiment) charges a budget
     of its own in the grid's working store, whose releases measure utility and are audited
     per run, never published as the store's releases."""
-    if not (_finite(epsilon_total) and epsilon_total > 0):
-        raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
-    if not (_finite(delta_total) and 0 <= delta_total < 1):
-        raise BadInput(f"--delta-budget must lie in [0, 1), not {delta_total!r}")
+    check_budget_values(epsilon_total, delta_total)
     epsilon_total, delta_total = float(epsilon_total), float(delta_total)
     store_path = _store_path(con)
     witness = anchors.witness_for(store_path)
@@ -151,9 +156,14 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
             if current is not None and (float(current[0]), float(current[1])) == (epsilon_total, delta_total):
                 return None
             _, _, chain_id = _verified_head(con, store_path, witness)
-            spent_eps, spent_delta = _spent(con, dataset)
-            if epsilon_total < spent_eps or delta_total < spent_delta:
-                raise BadInput(f"cannot set the budget below what is already spent (ε {spent_eps:g}, δ {spent_delta:g})")
+            name = accountant.BASIC if experiment_run else _dataset_accountant(con, dataset)
+            comp = accountant.compose(name, epsilon_total, delta_total, _history(con, dataset, need_rho=name != "basic"))
+            if not comp.fits:
+                if name == accountant.BASIC:
+                    raise BadInput(f"cannot set the budget below what is already spent (ε {comp.basic_epsilon:g}, "
+                                   f"δ {comp.basic_delta:g})")
+                raise BadInput(f"cannot set the budget below what is already spent: with (ε={epsilon_total:g}, "
+                               f"δ={delta_total:g}) the releases would not fit ({comp.summary()})")
             con.execute(queries.load("ledger_set_budget"), {"dataset": dataset, "eps": epsilon_total, "delta": delta_total})
             return _append_event(con, "budget", dataset, epsilon_total, delta_total,
                                  {"experiment_run": True} if experiment_run else None, chain_id)
@@ -167,6 +177,75 @@ def set_budget(con: duckdb.DuckDBPyConnection, epsilon_total: float, delta_total
         hold.exit()
 
 
+def check_budget_values(epsilon_total: float, delta_total: float) -> None:
+    """Bad input (exit 2) unless ε > 0 and 0 ≤ δ < 1, both finite."""
+    if not (_finite(epsilon_total) and epsilon_total > 0):
+        raise BadInput(f"--epsilon-budget must be a positive number, not {epsilon_total!r}")
+    if not (_finite(delta_total) and 0 <= delta_total < 1):
+        raise BadInput(f"--delta-budget must lie in [0, 1), not {delta_total!r}")
+
+
+def accountant_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The store's accountant: the last one the chain names (its creation event, then any
+    'accountant' event); a store created before accountants existed composes by basic."""
+    name = accountant.LEGACY
+    for kind, details in con.execute("SELECT kind, details FROM ledger_events WHERE kind IN ('created', "
+                                     "'accountant') ORDER BY seq").fetchall():
+        named = _details(details).get("accountant")
+        if kind == "accountant" or named is not None:
+            name = named if isinstance(named, str) else ""
+    return name
+
+
+def set_accountant(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Choose how the store composes its releases (`accountant.ACCOUNTANTS`), as an event
+    of the chain; True when it changed. Refused (exit 1) once any release was charged: the
+    accountant is a property of the store's whole history, and one chosen after plans were
+    seen would be an adaptive choice between two filters that neither one's guarantee
+    covers (docs/DESIGN.md §4)."""
+    accountant.check_name(name)
+    store_path = _store_path(con)
+    witness = anchors.witness_for(store_path)
+    if witness is not None:
+        anchors.probe_witness(witness)
+
+    def attempt() -> Charge | None:
+        with transaction(con):
+            _require_schema(con)
+            current = accountant_of(con)
+            if current == name:
+                return None
+            _, _, chain_id = _verified_head(con, store_path, witness)
+            n = con.execute("SELECT count(*) FROM ledger").fetchall()[0][0]
+            if n:
+                raise Refusal(f"refused: this store composes by its {current} accountant and has {n} release"
+                              f"{'' if n == 1 else 's'}; the accountant is chosen before the first release "
+                              f"(dpspin init --accountant {name} on a new store); nothing was changed")
+            return _append_event(con, "accountant", None, None, None, {"accountant": name, "previous": current},
+                                 chain_id)
+
+    hold = interrupts.Hold()
+    try:
+        changed = _with_retry(attempt, on_commit=hold.enter)
+        if changed is not None and witness is not None:
+            _witness_append(witness, store_path, changed)
+    finally:
+        hold.exit()
+    return changed is not None
+
+
+def compositions(con: duckdb.DuckDBPyConnection) -> dict[str, Composition]:
+    """Each dataset's releases composed by its accountant from the stored measurements
+    (rebuilt, every map re-evaluated), against its total."""
+    _require_schema(con)
+    out = {}
+    for dataset, eps, delta in con.execute("SELECT dataset, epsilon_total, delta_total FROM budget "
+                                           "ORDER BY dataset").fetchall():
+        name = _dataset_accountant(con, dataset)
+        out[dataset] = accountant.compose(name, float(eps), float(delta), _history(con, dataset, verify=True))
+    return out
+
+
 def ensure_budget(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> None:
     _require_schema(con)
     if first_row(con.execute(queries.load("ledger_budget"), {"dataset": dataset})) is None:
@@ -176,24 +255,29 @@ def ensure_budget(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET
 def status(con: duckdb.DuckDBPyConnection, dataset: str = DEFAULT_DATASET) -> BudgetStatus:
     _require_schema(con)
     row = _budget_row(con, dataset)
-    spent_eps, spent_delta = _spent(con, dataset)
+    name = _dataset_accountant(con, dataset)
+    history = _history(con, dataset, need_rho=name != "basic")
+    comp = accountant.compose(name, float(row[0]), float(row[1]), history)
     rows = con.execute(queries.load("ledger_releases"), {"dataset": dataset}).fetchall()
     releases = [{"release_id": r[0], "created_at": r[1].isoformat(timespec="seconds"), "mechanism": r[2],
                  "epsilon": r[3], "delta": r[4], "params": json.loads(r[5]) if r[5] else {}, "plan_path": r[6],
-                 "chain": r[7]}
-                for r in rows]
+                 "chain": r[7]} | ({"rho": h.rho} if name != accountant.BASIC else {})
+                for r, h in zip(rows, history)]
     events = [{"row": e[0], "kind": e[4], "created_at": e[6].isoformat(timespec="seconds"),
                "epsilon_total": e[7], "delta_total": e[8]}
               for e in _event_rows(con) if e[5] == dataset and e[4] in ("budget", "migrated")]
-    return BudgetStatus(dataset, row[0], row[1], spent_eps, spent_delta, releases, events)
+    return BudgetStatus(dataset, row[0], row[1], comp.epsilon_spent, comp.delta_spent, releases, events, name, comp)
 
 
-def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset: str = DEFAULT_DATASET) -> None:
-    """Refuse now, before any work, if a release of this cost cannot fit (charge decides)."""
+def check(con: duckdb.DuckDBPyConnection, epsilon: float, delta: float, dataset: str = DEFAULT_DATASET, *,
+          measurements: list[dict] | None = None) -> None:
+    """Refuse now, before any work, if a release of this cost (and these measurements: the
+    zcdp accountant counts their ρ) cannot fit (charge decides)."""
     _require_schema(con)
     row = _budget_row(con, dataset)
-    eps_costs, delta_costs = _costs(con, dataset)
-    _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
+    name = _dataset_accountant(con, dataset)
+    candidate = _candidate(epsilon, delta, measurements or [])
+    _admit(name, row, _history(con, dataset, need_rho=name != "basic"), candidate, dataset)
     witness = anchors.witness_for(_store_path(con))
     if witness is not None:
         anchors.probe_witness(witness)
@@ -216,6 +300,10 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
         raise BadInput(f"invalid release cost ({cost_epsilon!r}, {cost_delta!r})")
     epsilon, delta = float(cost_epsilon), float(cost_delta)
     release_id = uuid.uuid4().hex[:16]
+    candidate = _candidate(epsilon, delta, measurements)
+    # each record keeps its zCDP ρ, which the chain then holds (and verify re-derives)
+    measurements = [dict(r, **{accountant.RHO_KEY: p.rho}) for r, p in zip(measurements, candidate.parts)] \
+        if measurements else []
     params_text, measurements_text = json.dumps(params), json.dumps(measurements)
     store_path = _store_path(con)
     witness = anchors.witness_for(store_path)
@@ -227,8 +315,7 @@ def charge(con: duckdb.DuckDBPyConnection, cost_epsilon: float, cost_delta: floa
         with transaction(con):
             head_seq, head_hash, chain_id = _verified_head(con, store_path, witness)   # the schema first
             row = _budget_row(con, dataset)
-            eps_costs, delta_costs = _verified_costs(con, dataset)
-            _refuse_if_over(row[0], row[1], eps_costs, delta_costs, epsilon, delta, dataset)
+            _admit(_dataset_accountant(con, dataset), row, _history(con, dataset, verify=True), candidate, dataset)
             hold.enter()   # from here to the end of `then`, a signal waits
             created = datetime.now(UTC).replace(tzinfo=None)
             stored = publish is not None
@@ -499,22 +586,51 @@ def _event_rows(con) -> list[tuple]:
 
 def _budget_findings(con, links: list[_Link], state: str) -> list[Finding]:
     """Each budget's total is its last budget event's; no event set a total below what was
-    spent before it; no dataset spent beyond its total."""
+    spent before it; no dataset spent beyond its total — each as the dataset's accountant
+    composes its releases; the accountant is one this version knows, chosen before the
+    first release."""
     findings: list[Finding] = []
     budgets = {d: (e, dl) for d, e, dl in con.execute("SELECT dataset, epsilon_total, delta_total FROM budget "
                                                       "ORDER BY dataset").fetchall()}
+    experiment = {lk.raw[5] for lk in links if lk.kind == "budget" and _details(lk.raw[9]).get("experiment_run")}
+    store_accountant = accountant.LEGACY
+    released = False
+
+    def name_of(dataset: str) -> str:
+        return accountant.BASIC if dataset in experiment else store_accountant
+
+    def composed(dataset: str, eps: float, dlt: float, rows: list[Release]) -> Composition | None:
+        name = name_of(dataset)
+        if name not in accountant.ACCOUNTANTS:
+            return None
+        return accountant.compose(name, float(eps), float(dlt), rows)
+
     if state == "current":
         last: dict[str, tuple[_Link, float, float]] = {}
-        spent: dict[str, tuple[list[float], list[float]]] = {}
+        spent: dict[str, list[Release]] = {}
         for link in links:
             if link.kind == "release":
-                e_list, d_list = spent.setdefault(link.raw[4], ([], []))
-                e_list.append(float(link.raw[7]))
-                d_list.append(float(link.raw[8]))
+                released = True
+                rel = _row_release(float(link.raw[7]), float(link.raw[8]), link.raw[10], verify=False,
+                                   need_rho=name_of(link.raw[4]) != accountant.BASIC)
+                if rel is None:
+                    findings.append(_at(link, "its measurements cannot be read"))
+                    continue
+                spent.setdefault(link.raw[4], []).append(rel)
+            elif link.kind in ("created", "accountant"):
+                named = _details(link.raw[9]).get("accountant")
+                if link.kind == "created" and named is None:
+                    continue
+                if not (isinstance(named, str) and named in accountant.ACCOUNTANTS):
+                    findings.append(_at(link, f"names an accountant this version does not know ({named!r})"))
+                elif link.kind == "accountant" and released:
+                    findings.append(_at(link, "changes the accountant after releases were charged (it is chosen "
+                                              "before the first release)"))
+                store_accountant = named if isinstance(named, str) else ""
             elif link.kind in ("budget", "migrated") and link.raw[5] is not None:
                 dataset, eps, dlt = link.raw[5], link.raw[7], link.raw[8]
-                e_list, d_list = spent.get(dataset, ([], []))
-                if eps is None or dlt is None or eps < math.fsum(e_list) or dlt < math.fsum(d_list):
+                comp = composed(dataset, eps or 0.0, dlt or 0.0, spent.get(dataset, []))
+                if eps is None or dlt is None or (comp is not None and not comp.fits):
                     findings.append(_at(link, f"sets the total of {dataset!r} below what was spent before it"))
                 last[dataset] = (link, float(eps or 0.0), float(dlt or 0.0))
         for dataset, (eps_total, delta_total) in budgets.items():
@@ -533,11 +649,18 @@ def _budget_findings(con, links: list[_Link], state: str) -> list[Finding]:
                 findings.append(Finding(None, None, f"the budget of {dataset!r} (set by row {last[dataset][0].seq}) "
                                                     "was deleted", where="the budget table"))
     for dataset, (eps_total, delta_total) in budgets.items():
-        costs = [(float(lk.raw[7]), float(lk.raw[8])) for lk in links if lk.kind == "release" and lk.raw[4] == dataset]
-        eps_spent, delta_spent = math.fsum(e for e, _ in costs), math.fsum(d for _, d in costs)
-        if eps_spent > eps_total or delta_spent > delta_total:
-            findings.append(Finding(None, None, f"dataset {dataset!r} spent (ε={eps_spent:g}, δ={delta_spent:g}) "
-                                                f"beyond its total (ε={eps_total:g}, δ={delta_total:g})"))
+        rows = []
+        for lk in links:
+            if lk.kind == "release" and lk.raw[4] == dataset:
+                rel = _row_release(float(lk.raw[7]), float(lk.raw[8]), lk.raw[10], verify=False,
+                                   need_rho=name_of(dataset) != accountant.BASIC)
+                rows.append(rel if rel is not None else Release(float(lk.raw[7]), float(lk.raw[8])))
+        comp = composed(dataset, eps_total, delta_total, rows)
+        if comp is not None and not comp.fits:
+            what = (f"(ε={comp.basic_epsilon:g}, δ={comp.basic_delta:g})" if comp.accountant == accountant.BASIC
+                    else f"({comp.summary()})")
+            findings.append(Finding(None, None, f"dataset {dataset!r} spent {what} beyond its total "
+                                                f"(ε={eps_total:g}, δ={delta_total:g})"))
     return findings
 
 
@@ -608,6 +731,18 @@ def _check_measurements(release_id, seq, epsilon, delta, params_text, measuremen
     if (eps, dlt) != (float(epsilon), float(delta)):
         out.append(Finding(release_id, seq, f"charged (ε={epsilon!r}, δ={delta!r}) but its measurements' maps "
                                             f"give (ε={eps!r}, δ={dlt!r})"))
+    for rec in records:
+        if isinstance(rec, dict) and accountant.RHO_KEY in rec:
+            try:
+                rho = accountant.part_of(rec).rho
+            except Exception as exc:
+                out.append(Finding(release_id, seq, f"its {rec.get('name')} measurement's zCDP form cannot be "
+                                                    f"rebuilt ({type(exc).__name__})"))
+                continue
+            if rec[accountant.RHO_KEY] != rho:
+                out.append(Finding(release_id, seq, f"its {rec.get('name')} measurement is recorded at zCDP "
+                                                    f"ρ={rec[accountant.RHO_KEY]!r}, but its zCDP form gives "
+                                                    f"ρ={rho!r}"))
     try:
         unit = params["unit"]
         bounds = Bounds(unit, params.get("K", 3), params.get("B") if unit == "user" else None)
@@ -639,30 +774,107 @@ def _verified_head(con, store_path: str | None, witness: Path | None) -> tuple[i
     return int(head[0]), head[1], first[0] if first else None
 
 
-def _verified_costs(con, dataset: str) -> tuple[list[float], list[float]]:
-    """What `dataset` spent, each row's charge checked against its own measurements' maps.
-    Rows with the very same measurements text (a release repeated) are rebuilt once: the
-    map of a deserialised measurement is a function of that text."""
-    eps_costs, delta_costs = [], []
-    seen: dict[str, tuple[float, float] | None] = {}
+def _history(con, dataset: str, *, verify: bool = False, need_rho: bool = True) -> list[Release]:
+    """The releases of `dataset` in chain order, as the accountant composes them.
+
+    `verify`: each row's measurements are rebuilt and their maps re-evaluated; its charge
+    must be what they give and each recorded ρ what its zCDP form gives (else the ledger
+    was edited: refused). Without it, the rows' recorded costs and ρ are read (hashed with
+    the row; `verify` and every charge re-derive them), and rebuilt only where a ρ is
+    needed and was not recorded. Rows with the very same measurements text (a release
+    repeated) are rebuilt once: the map of a deserialised measurement is a function of it."""
+    out: list[Release] = []
+    seen: dict[tuple[str, float, float], Release | None] = {}
     for eps, delta, measurements_text, release_id in con.execute(queries.load("ledger_costs"),
                                                                  {"dataset": dataset}).fetchall():
-        if not measurements_text:
-            recomputed: tuple[float, float] | None = (eps, delta)
-        elif measurements_text in seen:
-            recomputed = seen[measurements_text]
-        else:
-            try:
-                recomputed = recompute_cost(json.loads(measurements_text))
-            except Exception:
-                recomputed = None
-            seen[measurements_text] = recomputed
-        if recomputed != (float(eps), float(delta)):
+        eps, delta = float(eps), float(delta)
+        key = (measurements_text or "", eps, delta)
+        if key not in seen:
+            seen[key] = _row_release(eps, delta, measurements_text, verify=verify, need_rho=need_rho)
+        release = seen[key]
+        if release is None:
             raise LedgerTampered(f"refused: release {release_id} is charged (ε={eps:g}, δ={delta:g}) but its "
                                  "measurements say otherwise; run dpspin budget --verify; nothing was charged")
-        eps_costs.append(float(eps))
-        delta_costs.append(float(delta))
-    return eps_costs, delta_costs
+        out.append(release)
+    return out
+
+
+def _row_release(eps: float, delta: float, measurements_text: str | None, *, verify: bool,
+                 need_rho: bool) -> Release | None:
+    """A row as the accountant sees it; None when (verifying) its charge or a recorded ρ is
+    not what its measurements give."""
+    try:
+        records = json.loads(measurements_text) if measurements_text else []
+    except ValueError:
+        return None
+    if not isinstance(records, list) or not records:
+        return Release(eps, delta, (accountant.opaque_part(eps, delta),))
+    if not verify:
+        try:
+            parts = []
+            for r in records:
+                if need_rho and accountant.RHO_KEY not in r:
+                    parts.append(accountant.part_of(r))
+                else:
+                    rho = r.get(accountant.RHO_KEY)
+                    parts.append(accountant.Part(str(r.get("name", "")), float(r.get("epsilon", 0.0)),
+                                                 float(r.get("delta", 0.0)), None if rho is None else float(rho),
+                                                 float(r.get("delta", 0.0)) == 0.0))
+        except Exception:
+            return None
+        return Release(eps, delta, tuple(parts))
+    try:
+        release = accountant.release_of(eps, delta, records)
+    except Exception:
+        return None
+    if (math.fsum(p.epsilon for p in release.parts), math.fsum(p.delta for p in release.parts)) != (eps, delta):
+        return None
+    for r, p in zip(records, release.parts):
+        if accountant.RHO_KEY in r and r[accountant.RHO_KEY] != p.rho:
+            return None
+    return release
+
+
+def _candidate(epsilon: float, delta: float, measurements: list[dict]) -> Release:
+    """The release being charged or pre-checked, its parts rebuilt from its records."""
+    try:
+        return accountant.release_of(epsilon, delta, measurements)
+    except BadInput:
+        raise
+    except Exception as exc:
+        raise BadInput(f"the release's measurements cannot be rebuilt ({type(exc).__name__}); nothing was "
+                       "charged") from None
+
+
+def _admit(name: str, budget: tuple, history: list[Release], candidate: Release, dataset: str) -> None:
+    """Refuse (exit 1) a release the dataset's accountant cannot fit in its budget."""
+    eps_total, delta_total = float(budget[0]), float(budget[1])
+    after = accountant.compose(name, eps_total, delta_total, [*history, candidate])
+    if not after.fits:
+        before = accountant.compose(name, eps_total, delta_total, history)
+        raise BudgetExceeded(accountant.refusal(before, after, candidate, dataset))
+
+
+def _dataset_accountant(con, dataset: str) -> str:
+    """The accountant that composes `dataset`: the store's, except for an experiment run's
+    own budget (set to exactly its release's cost, audited per run): basic."""
+    for (details,) in con.execute("SELECT details FROM ledger_events WHERE kind = 'budget' AND dataset = $d",
+                                  {"d": dataset}).fetchall():
+        if _details(details).get("experiment_run"):
+            return accountant.BASIC
+    name = accountant_of(con)
+    if name not in accountant.ACCOUNTANTS:
+        raise LedgerTampered(f"refused: the ledger names an accountant this version does not know ({name!r}); "
+                             "run dpspin budget --verify; nothing was charged")
+    return name
+
+
+def _details(text: str | None) -> dict:
+    try:
+        d = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
 
 
 def _advance_head(con, previous_seq: int, seq: int, row_hash: str) -> None:
@@ -825,7 +1037,7 @@ def migrate(con: duckdb.DuckDBPyConnection, state: str = "current") -> None:
     if state == "new":   # nothing to protect: the chain starts here
         con.execute("DELETE FROM ledger_head")
         con.execute("INSERT INTO ledger_head VALUES (1, 0, $hash)", {"hash": GENESIS})
-        _append_event(con, "created", None, None, None, None, None)
+        _append_event(con, "created", None, None, None, {"accountant": accountant.DEFAULT}, None)
         return
     first = first_row(con.execute("SELECT row_hash FROM ledger ORDER BY seq LIMIT 1"))
     chain_id = first[0] if first else None
@@ -903,28 +1115,6 @@ def _budget_row(con, dataset: str) -> tuple:
         raise LedgerTampered(f"refused: the budget of {dataset!r} was deleted from the store, but the ledger set it; "
                              "run dpspin budget --verify; nothing was charged")
     raise BadInput(f"no budget set for dataset {dataset!r} (dpspin init --db FILE --epsilon-budget E)")
-
-
-def _costs(con, dataset: str) -> tuple[list[float], list[float]]:
-    rows = con.execute(queries.load("ledger_costs"), {"dataset": dataset}).fetchall()
-    return [float(r[0]) for r in rows], [float(r[1]) for r in rows]
-
-
-def _spent(con, dataset: str) -> tuple[float, float]:
-    eps_costs, delta_costs = _costs(con, dataset)
-    return math.fsum(eps_costs), math.fsum(delta_costs)
-
-
-def _refuse_if_over(eps_total, delta_total, eps_costs, delta_costs, eps, delta, dataset) -> None:
-    # one correctly rounded sum over every charge and the new one: fsum(fsum(spent), new)
-    # rounds twice and can let a release through whose total exceeds the budget
-    new_eps, new_delta = math.fsum([*eps_costs, eps]), math.fsum([*delta_costs, delta])
-    eps_spent, delta_spent = math.fsum(eps_costs), math.fsum(delta_costs)
-    if new_eps > eps_total or new_delta > delta_total:
-        raise BudgetExceeded(
-            f"refused: this release costs (ε={eps:.6g}, δ={delta:.3g}) but dataset {dataset!r} has only "
-            f"(ε={max(eps_total - eps_spent, 0):.6g}, δ={max(delta_total - delta_spent, 0):.3g}) left of "
-            f"(ε={eps_total:g}, δ={delta_total:g}); no plan was written")
 
 
 def _finite(x: Any) -> bool:

@@ -75,7 +75,7 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
         outputs.add(out, "--out", kind="plan")
         outputs.reserve(out, "--out", len(dictionary_text.encode()) + _plan_size_bound(atoms, request.L))
     eps, delta = mechanism.cost
-    ledger.check(con, eps, delta, dataset)   # refuse early, before the sketch is computed
+    ledger.check(con, eps, delta, dataset, measurements=mechanism.audit_records())   # refuse early, before the sketch
     assignment = assignment_info(con, engine.details())   # public: what a mass measures (aux-only facts)
     sketch = engine.sketch(con, request.bounds)
     _check_sketch(sketch, request, atoms)

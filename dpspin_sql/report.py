@@ -108,13 +108,25 @@ def comparison_table(c: dict) -> Table:
 
 
 def budget_table(st: BudgetStatus) -> Table:
-    table = Table(title=f"budget · dataset {st.dataset!r} · total ε={st.epsilon_total:g}, δ={st.delta_total:g}",
-                  caption=f"spent ε={st.epsilon_spent:.6g}, δ={st.delta_spent:.3g} · "
-                          f"remaining ε={st.epsilon_remaining:.6g}, δ={st.delta_remaining:.3g}")
-    for col in ("release", "when (UTC)", "mechanism", "ε", "δ", "unit", "L", "plan"):
+    comp = st.composition
+    zcdp = comp is not None and comp.accountant == "zcdp"
+    caption = [f"spent ε={st.epsilon_spent:.6g}, δ={st.delta_spent:.3g} · "
+               f"remaining ε={st.epsilon_remaining:.6g}, δ={st.delta_remaining:.3g}"]
+    if comp is not None:
+        caption.append(comp.summary())
+    if zcdp and comp is not None:
+        caption.append(f"zcdp admits a release while basic composition fits in (ε={st.epsilon_total:g}, "
+                       f"δ={comp.basic_delta_limit:g}) or the composed ρ stays within {comp.rho_limit:.6g} "
+                       f"(ε={st.epsilon_total:g} at δ={comp.zcdp_delta:g}); together (ε={st.epsilon_total:g}, "
+                       f"δ={st.delta_total:g}): docs/DESIGN.md §4")
+    table = Table(title=f"budget · dataset {st.dataset!r} · total ε={st.epsilon_total:g}, δ={st.delta_total:g} · "
+                        f"accountant {st.accountant}",
+                  caption="\n".join(caption), caption_justify="left")
+    for col in ("release", "when (UTC)", "mechanism", "ε", "δ", *(("ρ",) if zcdp else ()), "unit", "L", "plan"):
         table.add_column(col)
     for r in st.releases:
         p = r["params"]
+        rho = [f"{r['rho']:.4g}" if r.get("rho") is not None else "–"] if zcdp else []
         table.add_row(r["release_id"], r["created_at"], r["mechanism"], f"{r['epsilon']:.6g}", f"{r['delta']:.3g}",
-                      str(p.get("unit", "")), str(p.get("L", "")), str(r["plan_path"] or ""))
+                      *rho, str(p.get("unit", "")), str(p.get("L", "")), str(r["plan_path"] or ""))
     return table

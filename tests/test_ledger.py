@@ -71,7 +71,9 @@ def test_overspend_refused_exit_1_no_plan_existing_plan_untouched(tmp_path, caps
 
 
 def test_delta_budget_enforced(tmp_path, capsys):
-    db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=10.0, delta_budget=1e-5)
+    # basic composition spends each release's δ (the zcdp accountant converts at the store's δ
+    # instead: tests/test_accountant.py)
+    db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=10.0, delta_budget=1e-5, accountant="basic")
     rc, _, err = cli(capsys, *release_args(db, tmp_path / "a.json", mechanism="gaussian", epsilon=0.5, delta=6e-6))
     assert rc == 0, err
     rc, out, err = cli(capsys, *release_args(db, tmp_path / "b.json", mechanism="gaussian", epsilon=0.5,
@@ -157,7 +159,8 @@ def test_invalid_cost_refused(tmp_path, eps, delta):
 # ------------------------------------------------------------------------------ the total
 
 def test_budget_cannot_go_below_spent(tmp_path, capsys):
-    db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=2.0, delta_budget=1e-5)
+    # what is spent as basic composition counts it (the zcdp accountant's: tests/test_accountant.py)
+    db = synthetic_store(tmp_path / "s.duckdb", epsilon_budget=2.0, delta_budget=1e-5, accountant="basic")
     rc, _, err = cli(capsys, *release_args(db, tmp_path / "a.json", mechanism="gaussian", epsilon=1.0,
                                            delta=4e-6))
     assert rc == 0, err

@@ -36,8 +36,13 @@ def flag(default: bool, *names: str, help: str) -> bool:
 
 def budget_line(con, dataset: str) -> str:
     st = ledger.status(con, dataset)
+    comp = st.composition
+    if comp is not None and comp.accountant == "zcdp" and comp.path == "zcdp" and comp.rho_limit is not None:
+        return (f"budget left: ε={st.epsilon_remaining:.4g} of {st.epsilon_total:g}, δ={st.delta_total:g} "
+                f"(zcdp accountant: ρ={comp.rho:.4g} spent of {comp.rho_limit:.4g})")
     return (f"budget left: ε={st.epsilon_remaining:.4g} of {st.epsilon_total:g}, "
-            f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
+            f"δ={st.delta_remaining:.3g} of {st.delta_total:g}"
+            + (f" (accountant {st.accountant})" if st.accountant != "basic" else ""))
 
 
 SQL_SETTINGS = {"delta": "OPTIONS (delta = …)", "selection_fraction": "OPTIONS (selection_fraction = …)"}

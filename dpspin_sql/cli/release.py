@@ -233,8 +233,9 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
            verify: bool = typer.Option(False, "--verify/--no-verify",
                                        help="Check the ledger: its hash chain, its tables and budget events, the "
                                             "plans stored with it, every stored OpenDP measurement's map and d_in, "
-                                            "and the anchors given (--plan, --witness); exit 1 naming the first "
-                                            "problem."),
+                                            "the accountant's composition of the releases (rebuilt from the stored "
+                                            "measurements through OpenDP) against the budget, and the anchors "
+                                            "given (--plan, --witness); exit 1 naming the first problem."),
            plans: Optional[list[Path]] = typer.Option(
                None, "--plan", metavar="<path>", help="A published plan, or a folder of plans (repeatable): with --verify, its "
                                     "release must be in the ledger with the plan's chain hash (catches a "
@@ -243,7 +244,7 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
                None, "--witness", help="The store's witness file, kept outside the store (default: DPSPIN_WITNESS). "
                                        "With --verify: check the ledger against it. Without: check, then append the "
                                        "ledger's current head to it (creating it).")) -> None:
-    """Show the total budget, what is spent and left, and every release charged.
+    """Show the total budget, what is spent and left (as the store's accountant counts it), and every release.
 
     Keep the ledger anchored outside the store: dpspin budget --db STORE --witness /elsewhere/witness.jsonl,
     then dpspin budget --db STORE --verify --witness /elsewhere/witness.jsonl --plan published/
@@ -254,7 +255,9 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
     if verify:
         findings = ledger.verify(con, plans=plans or (), witness=witness)
         if as_json:
-            print(json.dumps({"ok": not findings, "findings": [vars(f) for f in findings]}, indent=2))
+            composition = ({d: c.to_dict() for d, c in ledger.compositions(con).items()} if not findings else {})
+            print(json.dumps({"ok": not findings, "findings": [vars(f) for f in findings],
+                              "compositions": composition}, indent=2))
         if findings:
             more = f" (and {len(findings) - 1} more: dpspin budget --verify --json)" if len(findings) > 1 else ""
             raise LedgerTampered(f"ledger check failed: {findings[0].line()}{more}")
@@ -262,6 +265,7 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
             return
         n = con.execute("SELECT count(*) FROM ledger").fetchall()[0][0]
         e = con.execute("SELECT count(*) FROM ledger_events").fetchall()[0][0]
+        composed = ledger.compositions(con)   # rebuilt from the stored measurements through OpenDP
         anchored = []
         if plans:
             anchored.append("the plans given")
@@ -271,6 +275,10 @@ def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, he
                   "plans, every measurement's privacy map and d_in check"
                   + (f", and so do {' and '.join(anchored)}" if anchored else
                      " (no anchor outside the store was given: --plan, --witness)"), markup=False, highlight=False)
+        for name, comp in composed.items():
+            out.print(f"dataset {name!r}: the composition of its {comp.releases} release(s), rebuilt from the stored "
+                      f"measurements, fits its budget (ε={comp.epsilon_total:g}, δ={comp.delta_total:g}): "
+                      f"{comp.summary()}", markup=False, highlight=False)
         return
     if witness is not None:
         findings = ledger.verify(con, maps=False, witness=witness if witness.exists() else None,

@@ -18,18 +18,30 @@ app = typer.Typer()
 def init(db: Path = DB,
          epsilon_budget: float = typer.Option(ledger.DEFAULT_EPSILON_BUDGET, help="Total ε the data owner allows."),
          delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
-         dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="The store's budget name. A store holds one protected dataset (its target split), so it has one budget.")) -> None:
+         dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="The store's budget name. A store holds one protected dataset (its target split), so it has one budget."),
+         accountant: Optional[str] = typer.Option(
+             None, "--accountant", metavar="basic|zcdp",
+             help="How releases compose: zcdp (default for new stores: Gaussian releases compose as zCDP, "
+                  "pure ones by basic composition too) or basic (ε and δ summed). Chosen before the first "
+                  "release; a store from an earlier version composes by basic.")) -> None:
     """Create a store (or change its total budget, never below what is spent).
 
     A new path, or an empty DuckDB database, becomes a store; a DuckDB database that holds
     anything else is refused and left as it was (use dpspin_sql.install for your own
-    database). Example: dpspin init --db tickets.duckdb --epsilon-budget 2 --delta-budget 1e-5
+    database). Example: dpspin init --db tickets.duckdb --epsilon-budget 2 --delta-budget 1e-5 --accountant zcdp
     """
+    from dpspin_sql import accountant as accountants
+
+    if accountant is not None:
+        accountants.check_name(accountant)
+    ledger.check_budget_values(epsilon_budget, delta_budget)
     with store.opened(db) as con:
+        if accountant is not None:   # first: refused (exit 1) on a store with releases, before anything is written
+            ledger.set_accountant(con, accountant)
         ledger.set_budget(con, epsilon_budget, delta_budget, dataset)
         st = ledger.status(con, dataset)
     out.print(f"store {db}: budget ε={st.epsilon_total:g}, δ={st.delta_total:g}; "
-              f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}")
+              f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}; accountant {st.accountant}", markup=False)
 
 
 @app.command(rich_help_panel="Store")

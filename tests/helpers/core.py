@@ -47,10 +47,11 @@ def _empty_store() -> Path:
 
 
 def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_budget: float = 1e-5,
-              own_genesis: bool = False):
+              own_genesis: bool = False, accountant: str | None = None):
     """A fresh store (a copy of an empty one when `path` is new; `own_genesis`: made by
     store.connect itself, so that its ledger's creation row is its own, as `dpspin init`
-    makes it, not the shared copy's); with `epsilon_budget`, its total budget is set."""
+    makes it, not the shared copy's); with `epsilon_budget`, its total budget is set; with
+    `accountant`, it composes by that accountant (new stores: zcdp)."""
     import shutil
 
     from dpspin_sql import ledger
@@ -58,6 +59,8 @@ def new_store(path: str | Path, *, epsilon_budget: float | None = None, delta_bu
     if not Path(path).exists() and not own_genesis:
         shutil.copyfile(_empty_store(), path)
     con = store.connect(path, create=True)
+    if accountant is not None:
+        ledger.set_accountant(con, accountant)
     if epsilon_budget is not None:
         ledger.set_budget(con, epsilon_budget, delta_budget)
     return con
@@ -102,10 +105,11 @@ def set_split(con, record_ids, split: str) -> None:
 
 def synthetic_store(path: str | Path, *, n_users: int = 40, records_per_user: int = 3, m: int = 12,
                     epsilon_budget: float = 1.0, delta_budget: float = 1e-5, close: bool = True,
-                    own_genesis: bool = False):
+                    own_genesis: bool = False, accountant: str | None = None):
     """A small well-formed store (every target record has a user and 1–3 atoms) for the
     ledger and CLI tests. Deterministic; returns the path (or the open connection)."""
-    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget, own_genesis=own_genesis)
+    con = new_store(path, epsilon_budget=epsilon_budget, delta_budget=delta_budget, own_genesis=own_genesis,
+                    accountant=accountant)
     install_atoms(con, list(range(m)), [f"theme {chr(97 + i % 26)}{i}" for i in range(m)])
     records, rows = [], []
     for u in range(n_users):
