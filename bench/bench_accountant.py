@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpspin_sql import accountant, ledger, store  # noqa: E402
-from dpspin_sql.mechanisms import make_mechanism  # noqa: E402
-from dpspin_sql.request import ReleaseRequest  # noqa: E402
+from dpspin_sql import accountant, ledger, store
+from dpspin_sql.mechanisms import make_mechanism
+from dpspin_sql.request import ReleaseRequest
 
 M = 50
 

@@ -224,7 +224,9 @@ def test_a_rehashed_d_in_below_the_sensitivity_is_caught(tmp_path, capsys):
     _rehash(con)
     con.close()
     rc, _, err = cli(capsys, "budget", "--db", db, "--verify")
-    assert rc == 1 and "row 5" in err and "sensitivity table" in err
+    assert rc == 1 and "row 5" in err   # the first problem found; the d_in's is among them
+    rc, out, _ = cli(capsys, "budget", "--db", db, "--verify", "--json")
+    assert rc == 1 and any("sensitivity table" in f["problem"] for f in json.loads(out)["findings"]), out
 
 
 # ============================================================================ outputs that must not destroy anything

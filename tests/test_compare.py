@@ -329,7 +329,8 @@ def test_cfpb_before_and_from_2017(tmp_path, capsys):
         assert any(r["change"] == "rose" and r["supported"] for r in c["atoms"])
         assert all(math.isfinite(r["difference_interval"][0]) for r in c["atoms"])
     st = json.loads(cli(capsys, "budget", "--db", db, "--json")[1])
-    assert st["epsilon_spent"] == pytest.approx(1.5)      # two releases and one segmented release
+    # two releases and one segmented release were charged; the comparisons charged nothing
+    assert [r["epsilon"] for r in st["releases"]] == [pytest.approx(0.5)] * 3
 
 
 def test_the_readme_comparison_example_runs(tmp_path, monkeypatch, capsys):

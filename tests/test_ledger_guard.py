@@ -21,9 +21,11 @@ LAPLACE = ReleaseRequest(mechanism="laplace", epsilon=0.3, unit="user", L=3)
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A store with two releases of ε = 0.3 (of 1.0) charged; each test edits a copy."""
+    """A store (basic composition: these guards are about its sums) with two releases of
+    ε = 0.3 (of 1.0) charged; each test edits a copy. The zcdp accountant has its own guards
+    (tests/test_accountant*.py)."""
     path = tmp_path_factory.mktemp("ledger") / "template.duckdb"
-    c = synthetic_store(path, epsilon_budget=1.0, delta_budget=1e-5, close=False)
+    c = synthetic_store(path, epsilon_budget=1.0, delta_budget=1e-5, close=False, accountant="basic")
     for _ in range(2):
         release(c, LAPLACE)
     c.close()
