@@ -97,6 +97,12 @@ class BudgetStatus:
     composition: Composition | None = None   # spent (above) is what the accountant counts
 
     @property
+    def epsilon_charged(self) -> float:
+        """The sum of the ε each release was charged: what basic composition spends, an
+        upper bound of what the store's accountant counts (``epsilon_spent``)."""
+        return math.fsum(float(r["epsilon"]) for r in self.releases)
+
+    @property
     def epsilon_remaining(self) -> float:
         return max(self.epsilon_total - self.epsilon_spent, 0.0)
 
@@ -107,6 +113,7 @@ class BudgetStatus:
     def to_dict(self) -> dict:
         return {"dataset": self.dataset, "epsilon_total": self.epsilon_total, "delta_total": self.delta_total,
                 "epsilon_spent": self.epsilon_spent, "delta_spent": self.delta_spent,
+                "epsilon_charged": self.epsilon_charged,
                 "epsilon_remaining": self.epsilon_remaining, "delta_remaining": self.delta_remaining,
                 "releases": self.releases, "budget_events": self.events,
                 "accountant": self.composition.to_dict() if self.composition is not None

@@ -154,6 +154,6 @@ def test_embedding_doc_runs_as_written(tmp_path, monkeypatch, capsys):
     for block in blocks:
         exec(compile(block, "docs/EMBEDDING.md", "exec"), namespace)
     printed = capsys.readouterr().out
-    assert "ε left: 0.5" in printed and "[('tickets',)]" in printed
+    assert "charged: 1.5, spent (zcdp): 1.05, ε left: 0.951" in printed and "[('tickets',)]" in printed
     assert (tmp_path / "plan_own.json").exists()
     assert (tmp_path / "plan.json").exists() and (tmp_path / "dpspin_store.duckdb").exists()

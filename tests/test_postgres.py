@@ -71,7 +71,7 @@ def test_postgres_sketch_equals_duckdb_exactly(con, pg, unit, K, B, where):
 def test_run_sql_on_postgres_releases_and_charges(con, pg, tmp_path):
     plan = run_sql(con, stmt(unit="user"), tmp_path / "plan.json", engine="postgres", pg=pg)
     assert (tmp_path / "plan.json").exists() and plan.unit == "user"
-    assert ledger.status(con).epsilon_spent == pytest.approx(0.5)
+    assert ledger.status(con).epsilon_charged == pytest.approx(0.5)
     assert ledger.status(con).releases[-1]["params"]["engine"] == "postgres"
 
 
@@ -151,7 +151,7 @@ def test_two_phase_release_over_the_servers_own_tables(template, pg_dsn, tmp_pat
     assert cli.run(argv) == 0, capsys.readouterr().err
     con = store.connect(db, read_only=True)
     st = ledger.status(con)
-    assert len(st.releases) == 1 and st.epsilon_spent == pytest.approx(0.5)
+    assert len(st.releases) == 1 and st.epsilon_charged == pytest.approx(0.5)
     assert st.releases[0]["params"]["engine"] == "warehouse:postgres"
     con.close()
 

@@ -159,4 +159,4 @@ def test_run_sql_on_spark_releases_and_charges(spark, con, tmp_path):
     plan = run_sql(con, statement("user"), tmp_path / "plan.json", engine="spark", spark=spark)
     assert load_plan(tmp_path / "plan.json").to_dict() == plan.to_dict()
     assert len(plan.atoms) == 5 and plan.unit == "user"
-    assert ledger.status(con).epsilon_spent == pytest.approx(0.5)
+    assert ledger.status(con).epsilon_charged == pytest.approx(0.5)

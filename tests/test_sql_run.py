@@ -87,7 +87,7 @@ def test_plan_matches_dpspin_release_and_charges_the_ledger(con, tmp_path, sql, 
     assert len(ours["atoms"]) == 10
     assert json.loads((tmp_path / "sql_plan.json").read_text())["unit"] == config["unit"]
     st = ledger.status(con)
-    assert len(st.releases) == 2 and st.epsilon_spent == pytest.approx(2.0)
+    assert len(st.releases) == 2 and st.epsilon_charged == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize("sql, error", [

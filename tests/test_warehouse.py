@@ -65,7 +65,7 @@ def ledger_state(db: Path):
     con = store.connect(db, read_only=True)
     try:
         return con.execute("SELECT release_id, row_hash FROM ledger ORDER BY seq").fetchall(), \
-            ledger.status(con).epsilon_spent
+            ledger.status(con).epsilon_charged
     finally:
         con.close()
 

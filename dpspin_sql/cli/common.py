@@ -7,6 +7,7 @@ flag the user typed.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -14,7 +15,11 @@ from rich.console import Console
 
 from dpspin_sql import ledger
 
-out = Console(soft_wrap=True, highlight=False)   # ids and paths stay on one line for scripts
+# Piped or captured output is not cut to rich's default 80 columns: a script or a log reading
+# a table gets whole cells (mechanism names, release ids, paths). A terminal keeps its width.
+PIPE_WIDTH = 200
+out = Console(soft_wrap=True, highlight=False,   # ids and paths stay on one line for scripts
+              width=None if sys.stdout.isatty() else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 DB = typer.Option(..., "--db", help="The dpspin store (a DuckDB file).")
