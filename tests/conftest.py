@@ -285,6 +285,8 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     if not session.config.getoption("--store-durations") or not _RUN:
         return
+    if hasattr(session.config, "workerinput"):
+        return   # under pytest-xdist the controller sees every worker's reports and writes the file once
     stored = _durations()
     stored.update({k: round(v, 2) for k, v in _RUN.items()})
     kept = {k: v for k, v in sorted(stored.items()) if v >= _STORED_MIN}
