@@ -198,7 +198,7 @@ def _side_phrase(comp: dict, which: str) -> str:
     for phrase in (name if re.match(r"(?i)(?:before|from|since|until|after)\s", name) else f"in {name}",
                    f"in the {name} release"):
         found = side_markers(phrase, comp)
-        if name and len(found) == 1 and found[0][2] == which and found[0][1] - found[0][0] == len(phrase):
+        if len(name) >= 3 and len(found) == 1 and found[0][2] == which and found[0][1] - found[0][0] == len(phrase):
             return phrase
     return "in the first release" if which == "a" else "in the second release"
 

@@ -195,3 +195,21 @@ def test_a_malformed_comparison_is_refused():
         verify("Late fees rose.", {"kind": "comparison", "a": {}, "b": {}, "atoms": "x", "only_in_a": [],
                                    "only_in_b": []})
     assert not verify("", COMP).accepted
+
+
+def test_the_comparison_template_is_accepted():
+    from dpspin_sql.decode import comparison_summary
+
+    text = comparison_summary(COMP)
+    assert text.splitlines()[0].startswith("Late fees rose from about 100.0 before 2017-01-01 to about 300.0 from 2017")
+    assert "Billing disputes fell" in text and "card fraud" not in text.lower()
+    assert verify(text, COMP, DICT).accepted, verify(text, COMP, DICT).violations
+    quiet = copy.deepcopy(COMP)
+    for r in quiet["atoms"]:
+        r.update(change="no_supported_change", supported=False)
+    assert verify(comparison_summary(quiet), quiet, DICT).accepted
+    named = copy.deepcopy(COMP)
+    named["a"].update(name="a", segment=None)
+    named["b"].update(name="b", segment=None)
+    text = comparison_summary(named)
+    assert "in the first release" in text and verify(text, named, DICT).accepted
