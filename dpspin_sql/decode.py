@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,39 @@ def template_summary(plan: Any) -> str:
             lines.append(f"{_cap(a['label'])} and {b['label']} have similar support.")
     if len(atoms) > 1:
         lines.append(f"The least common theme in the plan is {atoms[-1]['label']}.")
+    return "\n".join(lines)
+
+
+def _side_phrase(comp: dict, which: str) -> str:
+    """How the summary names a side: its name when the verifier reads it as that side ("before
+    2017-01-01", "in the 2016 release"), else "in the first / second release"."""
+    from dpspin_sql.verify.comparison import side_markers
+
+    name = str(comp[which].get("name") or "")
+    for phrase in (name if re.match(r"(?i)(?:before|from|since|until|after)\s", name) else f"in {name}",
+                   f"in the {name} release"):
+        found = side_markers(phrase, comp)
+        if len(name) >= 3 and len(found) == 1 and found[0][2] == which and found[0][1] - found[0][0] == len(phrase):
+            return phrase
+    return "in the first release" if which == "a" else "in the second release"
+
+
+def comparison_summary(comparison: dict, top: int = 3) -> str:
+    """A short faithful summary of a comparison (docs/PLAN.md "Comparisons"): the `top` supported
+    changes of atoms in both plans by |difference|, each with both sides' released values; the
+    verifier accepts it (tests/test_verify_changes.py)."""
+    rows = sorted((r for r in comparison.get("atoms", []) if r.get("supported")),
+                  key=lambda r: (-abs(float(r["difference"])), r["label"]))[:top]
+    if not rows:
+        return "The comparison does not support a change for any theme at its family-wise level."
+    pa, pb = _side_phrase(comparison, "a"), _side_phrase(comparison, "b")
+    level = f"{100 * float(comparison.get('confidence', 0.95)):g}%"
+    lines = []
+    for i, r in enumerate(rows):
+        verb = "rose" if r["change"] == "rose" else "fell"
+        line = (f"{_cap(r['label'])} {verb} from about {_fmt(r['a']['noisy_mass'])} {pa} to about "
+                f"{_fmt(r['b']['noisy_mass'])} {pb}")
+        lines.append(line + (f" at the {level} family-wise level." if i == 0 else "."))
     return "\n".join(lines)
 
 

@@ -331,6 +331,43 @@ def test_cfpb_before_and_from_2017(tmp_path, capsys):
     st = json.loads(cli(capsys, "budget", "--db", db, "--json")[1])
     # two releases and one segmented release were charged; the comparisons charged nothing
     assert [r["epsilon"] for r in st["releases"]] == [pytest.approx(0.5)] * 3
+    _verified_narration_of_change(tmp_path, capsys, tmp_path / "change.json", tmp_path / "change2.json")
+
+
+def _verified_narration_of_change(tmp_path, capsys, *comparisons):
+    """Issue 25 item 4: the comparative summary of each comparison passes `dpspin verify`; a change claim the
+    two releases do not support, and a claim about a theme in neither plan, are rejected."""
+    for path in comparisons:
+        c = json.loads(path.read_text())
+        summary = tmp_path / (path.stem + ".txt")
+        rc, stdout, err = cli(capsys, "summarize", path, "--out", summary)
+        assert rc == 0, err
+        assert "rose" in summary.read_text() or "fell" in summary.read_text()
+        rc, stdout, err = cli(capsys, "verify", path, summary)
+        assert rc == 0 and "accepted" in stdout, (summary.read_text(), stdout, err)
+        quiet = [r for r in c["atoms"] if not r["supported"]]
+        if quiet:
+            claim = f"{quiet[0]['label'].capitalize()} rose."
+        else:   # every compared atom changed: claim the other direction
+            r = c["atoms"][0]
+            claim = f"{r['label'].capitalize()} {'fell' if r['change'] == 'rose' else 'rose'}."
+        admitted = {r["label"] for key in ("atoms", "only_in_a", "only_in_b") for r in c[key]}
+        bad = tmp_path / "bad.txt"
+        bad.write_text(claim)
+        rc, stdout, _ = cli(capsys, "verify", path, bad, "--json")
+        verdict = json.loads(stdout)
+        assert rc == 1 and {v["code"] for v in verdict["violations"]} & {"unsupported_change", "reversed_change"}
+        dictionary = json.loads(dictionary_sidecar_of(path, c).read_text())["atoms"]
+        neither = next(d["label"] for d in dictionary if d["label"] not in admitted)
+        bad.write_text(f"{neither.capitalize()} fell from 2017.")
+        rc, stdout, _ = cli(capsys, "verify", path, bad, "--json")
+        assert rc == 1 and {v["code"] for v in json.loads(stdout)["violations"]} & {"unadmitted_atom", "unknown_theme"}
+
+
+def dictionary_sidecar_of(path, c):
+    from dpspin_sql.outputs import dictionary_sidecar
+
+    return dictionary_sidecar(path.parent / c["a"]["plan"])
 
 
 def test_the_readme_comparison_example_runs(tmp_path, monkeypatch, capsys):

@@ -25,6 +25,8 @@ def read_plan(plan_path: Path, dictionary_path: Optional[Path]) -> tuple[dict, O
     from dpspin_sql.plan import read_json, validate_plan
 
     plan = read_json(plan_path, "plan")
+    if isinstance(plan, dict) and plan.get("kind") == "comparison":
+        return _read_comparison(plan_path, plan, dictionary_path)
     if isinstance(plan, dict) and isinstance(plan.get("segments"), list):
         raise BadInput(f"{plan_path} is a segmented plan (schema 3, docs/PLAN.md): summaries of one plan's atoms do "
                        "not apply; compare its segments (dpspin compare) or card one (dpspin card --segment)")
@@ -53,6 +55,39 @@ def read_plan(plan_path: Path, dictionary_path: Optional[Path]) -> tuple[dict, O
         raise BadInput(f"cannot read dictionary {path}") from None
     validate_plan(plan)
     return plan, [line.strip() for line in lines if line.strip()], path
+
+
+def _read_comparison(path: Path, comp: dict, dictionary_path: Optional[Path]) -> tuple[dict, Optional[list],
+                                                                                    Optional[Path]]:
+    """A comparison (`dpspin compare`) checked as the "plan": its shape, and the public dictionary from
+    --dictionary or beside one of the compared plans (a plan's sidecar beside the comparison)."""
+    from dpspin_sql.compare import validate_comparison
+    from dpspin_sql.outputs import dictionary_sidecar
+    from dpspin_sql.plan import read_json
+
+    validate_comparison(comp)
+    candidates = [dictionary_path] if dictionary_path is not None else [
+        dictionary_sidecar(path.parent / str(comp[w].get("plan"))) for w in ("a", "b") if comp[w].get("plan")]
+    for side in candidates:
+        if side is not None and side.is_file():
+            body = read_json(side, "dictionary")
+            labels = body["atoms"] if isinstance(body, dict) else body
+            if not isinstance(labels, list):
+                raise BadInput(f"dictionary {side} must be a list of labels or {{atom_id, label}} objects")
+            if isinstance(body, dict):
+                from dpspin_sql.plan import hash_entries
+
+                try:
+                    digest = hash_entries(body["atoms"])
+                except (KeyError, TypeError, ValueError):
+                    raise BadInput(f"the dictionary file {side} has malformed atoms") from None
+                if comp.get("dictionary") and digest != comp["dictionary"]:
+                    raise BadInput(f"dictionary {side} hashes to {digest[:19]}…, not the comparison's "
+                                   f"{str(comp['dictionary'])[:19]}…")
+            return comp, labels, side
+    err.print(f"note: no public dictionary found for the comparison {path.name} (pass --dictionary): mentions of "
+              "themes in neither plan cannot be detected")
+    return comp, None, None
 
 
 @app.command("summarize", rich_help_panel="Read")
@@ -91,6 +126,9 @@ def summarize_cmd(
     from dpspin_sql.outputs import Outputs
 
     p, labels, dictionary_file = read_plan(plan, dictionary)
+    if p.get("kind") == "comparison":
+        _summarize_comparison(p, labels, decoder, summary_out, plan)
+        return
     if decoder not in ("template", "llm") or mode not in ("text", "claims"):
         raise BadInput("--decoder must be template|llm and --mode text|claims")
     if constraint is not None and constraint not in CONSTRAINTS:
@@ -120,6 +158,27 @@ def summarize_cmd(
     typer.echo(result.text)
     if decoder == "llm":
         err.print(("note: " if result.fallback_used else "") + result.status_line(), markup=False)
+
+
+def _summarize_comparison(comp: dict, labels: Optional[list], decoder: str, summary_out: Optional[Path],
+                          path: Path) -> None:
+    """The template summary of a comparison (its supported changes), verified before it is written."""
+    from dpspin_sql.decode import comparison_summary
+    from dpspin_sql.outputs import Outputs, write_text_atomic
+    from dpspin_sql.verify import verify
+
+    if decoder != "template":
+        raise BadInput("a comparison is summarized by the template decoder only (--decoder template)")
+    outputs = Outputs(inputs=[path])
+    if summary_out is not None:
+        outputs.add(summary_out, "--out")
+    text = comparison_summary(comp)
+    verdict = verify(text, comp, labels)
+    if not verdict.accepted:
+        raise Refusal("refused: the comparison's template summary did not pass the verifier; nothing written")
+    if summary_out is not None:
+        write_text_atomic(summary_out, text)
+    typer.echo(text)
 
 
 @app.command("verify", rich_help_panel="Read")

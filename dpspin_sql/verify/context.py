@@ -67,6 +67,9 @@ class Check:
         self._clauses: dict[int, list[tuple[int, int]]] = {}
         self._respective: dict[int, Mention] | None = None
         self.groups: dict[int, list[frozenset]] = {}  # sentence → the group a count or rank phrase names
+        # against a comparison (verify/comparison.py): the comparison, and where the text names a side
+        self.comparison: dict | None = None
+        self.side_spans: list[tuple[int, int, str]] = []
 
     def fork(self) -> Check:
         """A copy whose later rules can run on one reading without touching this state."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .comparison import is_comparison, verify_comparison
 from .context import Check, Verdict, Violation
 from .plan import plan_dict
 from .rules import RULES
@@ -17,6 +18,8 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
     `require_theme` also rejects a summary that mentions no admitted theme
     (the decoding loop uses it so that an empty-of-content answer never wins).
     """
+    if is_comparison(plan):   # two releases compared (verify/comparison.py)
+        return verify_comparison(summary, plan, dictionary, require_theme)
     c = Check(summary or "", plan_dict(plan), dictionary, require_theme)  # a bad plan fails even when empty
     c.reverify = lambda text: verify(text, c.plan, c.dictionary)
     if not c.text.strip():
@@ -33,3 +36,13 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
             seen.add((v.code, v.start, v.end))
             vs.append(v)
     return Verdict(not vs, vs)
+
+
+def run_rules(c: Check, rules: Iterable, comparison: dict | None = None,
+              side_spans: list[tuple[int, int, str]] | None = None) -> list[Violation]:
+    """Run `rules` over one check (forks included) and return every violation found."""
+    c.comparison, c.side_spans = comparison, list(side_spans or [])
+    checks = [c]
+    for rule in rules:
+        checks = [f for x in checks for f in (rule.check(x) or [x])]
+    return [v for x in checks for v in x.out]

@@ -12,6 +12,7 @@ from . import (
     anecdotes,
     beyond,
     bins,
+    change,
     comparisons,
     counts,
     details,
@@ -34,6 +35,7 @@ RULES = (
     tables,        # Markdown tables: rows of claims, headers as column roles
     details,       # contacts, identifiers, dates, money, quotes, names
     anecdotes,     # one person's or one record's experience or statement
+    change,        # change between two releases, against a comparison (only then; rules/change.py)
     temporal,      # change over time: unsupported by a single plan
     beyond,        # absence, exact counts, causes / co-occurrence / subgroups, unread units
     ellipsis,      # "and so is B", "as does B": the antecedent's claim re-verified for B
@@ -48,3 +50,8 @@ RULES = (
     numbers,       # every remaining number: released value or cued metadata
     themes,        # every noun phrase in a theme position names a released theme: fail closed
 )
+
+# against a comparison (verify/comparison.py): what a sentence of change is read with. FIRST finds the
+# themes of either side; the rest judge the change (`change`) and what needs no side.
+COMPARISON_FIRST = (obfuscation, mentions)
+COMPARISON_RULES = (obfuscation, mentions, details, anecdotes, change, beyond, themes)

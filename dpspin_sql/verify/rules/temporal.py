@@ -187,6 +187,12 @@ _MORE_CHANGE = re.compile(r"\b(?:has|have|had)\s+(?:now\s+|since\s+)?become\b|\b
                           r"|\bmultipl(?:ied|ying)\b|\b(?:up|down)\s+(?:sharply|steeply|significantly)\b", re.I)
 
 
+# no change over time is a claim about time too ("stayed about the same", "unchanged", "little changed")
+STEADY = re.compile(r"\b(?:stayed|stays|remained|remains|held|holds)\s+(?:(?:about|roughly|nearly|much|largely|essentially|"
+                    r"broadly|virtually|practically)\s+)?(?:the\s+same|unchanged|steady|stable|flat|constant)\b"
+                    r"|\b(?:held|holding)\s+steady\b|\bunchanged\b|\b(?:little|barely|hardly)\s+changed\b", re.I)
+
+
 def check(c: Check) -> None:
     if c.plan.get("time_dimension"):
         return  # a plan with per-period values: left to a rule that can check change against them
@@ -197,7 +203,7 @@ def check(c: Check) -> None:
             continue  # "a single plan cannot show whether …", "they say nothing about how themes change"
         if HYPOTHETICAL.search(sentence) and not (TIME_FRAME.search(txt[ss:se]) or TIME_FRAME_CS.search(sentence)):
             continue  # "a change of a few complaints would not alter the ranking"
-        extra = [m.span() for m in _MORE_CHANGE.finditer(txt, ss, se)]
+        extra = [m.span() for rx in (_MORE_CHANGE, STEADY) for m in rx.finditer(txt, ss, se)]
         for s, e in sorted(set(_claims(c, txt, ss, se)) | set(extra)):
             c.add("unsupported_trend", s, e, f'"{c.text[s:e]}" claims a change over time; a released plan is one '
                   "snapshot with no time dimension, so no trend is supported")
