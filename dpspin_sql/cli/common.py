@@ -22,6 +22,15 @@ out = Console(soft_wrap=True, highlight=False,   # ids and paths stay on one lin
               width=None if sys.stdout.isatty() else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
+def example(*lines: str) -> str:
+    """A command's help epilog: "Example:" and one to three runnable command lines, shown as
+    written (click's \\b keeps them unwrapped). tests/test_help_examples.py runs every one in
+    a directory holding the files they name (tickets.duckdb, tickets.csv, taxonomy.csv,
+    scores.csv, query.sql, private_plan.json, summary.txt, later.json)."""
+    assert 1 <= len(lines) <= 3, "an example is one to three lines"
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 DB = typer.Option(..., "--db", help="The dpspin store (a DuckDB file).")
 
 # ReleaseRequest field -> the flag that sets it

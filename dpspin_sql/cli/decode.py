@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import err, out
+from dpspin_sql.cli.common import err, example, out
 from dpspin_sql.errors import BadInput, Refusal
 
 app = typer.Typer()
@@ -55,7 +55,8 @@ def read_plan(plan_path: Path, dictionary_path: Optional[Path]) -> tuple[dict, O
     return plan, [line.strip() for line in lines if line.strip()], path
 
 
-@app.command("summarize", rich_help_panel="Read")
+@app.command("summarize", rich_help_panel="Read", epilog=example(
+    "dpspin summarize private_plan.json --out summary.txt"))
 def summarize_cmd(
     plan: Path = typer.Argument(..., help="private_plan.json from `dpspin release`"),
     decoder: str = typer.Option("template", "--decoder", help="template | llm"),
@@ -122,7 +123,8 @@ def summarize_cmd(
         err.print(("note: " if result.fallback_used else "") + result.status_line(), markup=False)
 
 
-@app.command("verify", rich_help_panel="Read")
+@app.command("verify", rich_help_panel="Read", epilog=example(
+    "dpspin verify private_plan.json summary.txt"))
 def verify_cmd(
     plan: Path = typer.Argument(..., help="private_plan.json"),
     summary: Path = typer.Argument(..., help="summary text file"),
