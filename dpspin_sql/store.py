@@ -403,7 +403,8 @@ _WEIGHT_RESOLUTION = "2^-24"
 
 
 def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
-                         replace: bool = False, delimiter: str | None = None) -> AssignmentsReport:
+                         replace: bool = False, delimiter: str | None = None, record_col: str = "record_id",
+                         atom_col: str = "atom_id", weight_col: str = "weight") -> AssignmentsReport:
     """Load (record_id, atom_id, weight) rows from the user's own classifier. Rows already in
     the store are replaced only with `replace` (they may be another classifier's).
 
@@ -412,23 +413,40 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
     never count in a sketch — an atom not in the dictionary, a record not in the store, a
     weight that is not a positive finite number or is below the fixed-point resolution
     2^-24 (it counts as 0) — are kept as given (the sketch, not this loader, enforces
-    the bounds) and counted in one line of the report."""
+    the bounds) and counted in one line of the report.
+
+    `record_col`, `atom_col`, `weight_col` name the file's columns (as DP SQL names a
+    table's). The atom column holds atom ids, or labels of the store's dictionary as DP SQL
+    matches a text column: it is read as labels when one of its values is a label of the
+    dictionary that is not an integer; then a row whose value is no label of the
+    dictionary is dropped (not loaded) and counted in one line."""
     from dpspin_sql.request import SCALE
 
     tf = tabular.table_file(path, fmt, delimiter=delimiter)
     got = tabular.read(con, tf)
     rel = got.relation
-    require_columns(got, {"record_id": "record_id", "atom_id": "atom_id", "weight": "weight"}, str(path))
+    wanted: dict[str, str | None] = {"--record-col": record_col, "--atom-col": atom_col, "--weight-col": weight_col}
+    require_distinct_roles(wanted)
+    require_columns(got, wanted, str(path))
     notes = [n for n in (got.note(),) if n]
-    unused = [c for c in got.columns if c not in ASSIGNMENT_FILE_COLUMNS]
+    unused = [c for c in got.columns if c not in wanted.values()]
     if unused:
         notes.append(f"ignored column(s) an assignment row does not have: {', '.join(unused)}")
     existing = _count(con, "assignments")
     if existing and not replace:
         raise BadInput(f"the store already holds {existing} assignment rows; pass --replace to replace them")
     replaced = counts(con)["assignments"] if replace else 0
-    con.register("assignment_file", rel.select(*[_column(c) for c in ASSIGNMENT_FILE_COLUMNS]))
+    mapped = rel.select(*[_column(c).alias(role) for c, role in zip((record_col, atom_col, weight_col),
+                                                                    ASSIGNMENT_FILE_COLUMNS)])
+    con.register("assignment_raw", mapped)
     try:
+        labels = _atom_labels(con, path, tf)
+        con.register("assignment_file", mapped if labels is None else labels[0])
+        if labels is not None:
+            dropped = labels[1]
+            if dropped:
+                notes.append(f"dropped {dropped} row(s) whose atom label is not in the store's dictionary "
+                             f"(the atom column {atom_col!r} holds labels)")
         try:
             facts = only_row(con.execute(queries.load("assignments_file_facts"),
                                          {"scale": SCALE, "lo": INT32[0], "hi": INT32[1]}))
@@ -438,12 +456,13 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
         n_rows, not_integer, out_of_range, not_number, unknown_atom, unknown_record, not_positive, tiny = facts
         tabular.require_rows(n_rows, tf, "assignment rows")
         if not_integer:
-            raise BadInput(f"{path}: {not_integer} row(s) have an atom_id that is not an integer")
+            raise BadInput(f"{path}: {not_integer} row(s) have an atom_id that is not an integer (column "
+                           f"{atom_col!r}: atom ids, or labels of the store's dictionary)")
         if out_of_range:
             raise BadInput(f"{path}: {out_of_range} row(s) have an atom_id outside the range of atom ids "
                            f"({INT32[0]} to {INT32[1]})")
         if not_number:
-            raise BadInput(f"{path}: {not_number} row(s) have a weight that is not a number")
+            raise BadInput(f"{path}: {not_number} row(s) have a weight that is not a number (column {weight_col!r})")
         never = [(unknown_atom, "name an atom not in the dictionary"),
                  (unknown_record, "name a record not in the store"),
                  (not_positive, "have a weight that is not a positive finite number"),
@@ -464,13 +483,34 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
                 raise bad_input(exc, f"cannot load assignments from {path}") from None
             mark_step(con, "assignments")
     finally:
-        for name in ("staging_assignments", "assignment_file"):
+        for name in ("staging_assignments", "assignment_file", "assignment_raw"):
             with contextlib.suppress(duckdb.Error):
                 con.unregister(name)
     return AssignmentsReport(counts(con)["assignments"], replaced, tuple(notes))
 
 
 ASSIGNMENT_FILE_COLUMNS = ("record_id", "atom_id", "weight")
+
+
+def _atom_labels(con: duckdb.DuckDBPyConnection, path: str | Path,
+                 tf: tabular.TableFile) -> tuple[duckdb.DuckDBPyRelation, int] | None:
+    """When the registered `assignment_raw`'s atom column holds dictionary labels: the rows
+    with the label's atom id in its place (labels of no atom left out) and how many were
+    left out; None when it holds ids."""
+    try:
+        (n_labels,), = con.execute(
+            "SELECT count(*) FROM assignment_raw WHERE TRY_CAST(CAST(atom_id AS VARCHAR) AS DOUBLE) IS NULL "
+            "AND CAST(atom_id AS VARCHAR) IN (SELECT label FROM atoms)").fetchall()
+        if not n_labels:
+            return None
+        join = ("FROM assignment_raw f JOIN (SELECT label, min(atom_id) AS atom_id FROM atoms GROUP BY label) d "
+                "ON CAST(f.atom_id AS VARCHAR) = d.label")
+        (n_kept,), = con.execute(f"SELECT count(*) {join}").fetchall()
+        (total,), = con.execute("SELECT count(*) FROM assignment_raw").fetchall()
+    except duckdb.Error as exc:
+        raise BadInput(f"cannot load assignments from {path}: {tabular.read_error(Path(path), tf.format, exc)}") \
+            from None
+    return con.sql(f"SELECT f.record_id, d.atom_id, f.weight {join}"), total - n_kept
 
 
 

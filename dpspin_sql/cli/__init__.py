@@ -28,7 +28,7 @@ from dpspin_sql import __version__, interrupts
 from dpspin_sql import store as store_lib
 from dpspin_sql.cli import assign, atoms, card, compare, decode, demo, experiment, release, sql, warehouse
 from dpspin_sql.cli import store as store_cmds
-from dpspin_sql.cli.common import FLAGS
+from dpspin_sql.cli.common import FLAGS, example
 from dpspin_sql.db import duckdb_error_line, no_space, storage_error
 from dpspin_sql.errors import BadInput, DpspinError
 from dpspin_sql.request import RequestError
@@ -52,7 +52,8 @@ app = typer.Typer(help="Differentially private semantic plans (DP-SPIN) over Duc
                        "a budget ledger and a verifier. Pipeline: init → load → split → atoms → assign → "
                        "release (or sql) → summarize → verify → card.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
-                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
+                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
+                  epilog=example("dpspin demo --db demo.duckdb", "dpspin budget --db demo.duckdb"))
 
 
 @app.callback()

@@ -8,14 +8,15 @@ from typing import Optional
 import typer
 
 from dpspin_sql import store
-from dpspin_sql.cli.common import DB, out, progress_bar
+from dpspin_sql.cli.common import DB, example, out, progress_bar
 
 app = typer.Typer()
 assignments_app = typer.Typer(help="Bring-your-own-classifier assignments (record_id, atom_id, weight).",
-                              no_args_is_help=True)
+                              no_args_is_help=True,
+                              epilog=example("dpspin assignments load --db tickets.duckdb --input scores.csv --replace"))
 
 
-@app.command("assign")
+@app.command("assign", epilog=example("dpspin assign --db tickets.duckdb -K 3"))
 def assign_cmd(db: Path = DB,
                scorer: str = typer.Option("auto", "--scorer",
                                           help="auto | keyword | similarity | supervised | embedding | "
@@ -43,8 +44,6 @@ def assign_cmd(db: Path = DB,
     thresholds, and none when it expresses none. The report says what one unit of mass
     is and how faithful the map is on held-out auxiliary records (precision: share of an
     atom's mass from records that express it; recall: share of those records assigned).
-
-    Example: dpspin assign --db reviews.duckdb -K 3
     """
     from dpspin_sql import assign
 
@@ -110,26 +109,32 @@ def fidelity_lines(fid: dict | None, con, worst: int = 5) -> list[str]:
     return lines
 
 
-@assignments_app.command("load")
+@assignments_app.command("load", epilog=example(
+    "dpspin assignments load --db tickets.duckdb --input scores.csv --replace"))
 def assignments_load(db: Path = DB,
                      input: Path = typer.Option(..., "--input",
                                                 help="CSV/JSON Lines/Parquet (or a folder of them) with record_id, "
-                                                     "atom_id, weight."),
+                                                     "atom_id, weight (other names: --record-col, --atom-col, "
+                                                     "--weight-col)."),
                      replace: bool = typer.Option(False, "--replace/--no-replace",
                                                   help="Replace the assignments already in the store."),
                      format: Optional[str] = typer.Option(None, "--format",
                                                           help="csv|jsonl|parquet (default: from the name)."),
                      delimiter: Optional[str] = typer.Option(None, "--delimiter",
-                                                             help="CSV field delimiter (default ',').")) -> None:
-    """Load your own classifier's assignments. Bounds are enforced later by the sketch, not trusted here.
-
-    Example: dpspin assignments load --db tickets.duckdb --input scores.parquet
-    """
+                                                             help="CSV field delimiter (default ',')."),
+                     record_col: str = typer.Option("record_id", "--record-col", help="Column with the record id."),
+                     atom_col: str = typer.Option("atom_id", "--atom-col",
+                                                  help="Column with the atom: its id, or its label in the store's "
+                                                       "dictionary (a row whose label is not in it is dropped and "
+                                                       "counted)."),
+                     weight_col: str = typer.Option("weight", "--weight-col", help="Column with the weight.")) -> None:
+    """Load your own classifier's assignments. Bounds are enforced later by the sketch, not trusted here."""
     from dpspin_sql.tabular import parse_delimiter
 
     sep = parse_delimiter(delimiter)
     con = store.connect(db)
-    report = store.load_assignment_file(con, input, fmt=format, replace=replace, delimiter=sep)
+    report = store.load_assignment_file(con, input, fmt=format, replace=replace, delimiter=sep,
+                                        record_col=record_col, atom_col=atom_col, weight_col=weight_col)
     if report.replaced:
         out.print(f"replaced {report.replaced} assignment rows with {report.rows} from {input}", markup=False)
     else:

@@ -7,14 +7,14 @@ from typing import Optional
 import typer
 
 from dpspin_sql import store
-from dpspin_sql.cli.common import DB, err, out
+from dpspin_sql.cli.common import DB, err, example, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer(help="The public atom dictionary: load a taxonomy or build one from the auxiliary split.",
-                  no_args_is_help=True)
+                  no_args_is_help=True, epilog=example("dpspin atoms load --db tickets.duckdb --input taxonomy.csv"))
 
 
-@app.command("load")
+@app.command("load", epilog=example("dpspin atoms load --db tickets.duckdb --input taxonomy.csv"))
 def atoms_load(db: Path = DB,
                input: Path = typer.Option(..., "--input",
                                           help="Taxonomy: CSV/JSONL/JSON/YAML/Parquet with label[, description]"
@@ -22,10 +22,7 @@ def atoms_load(db: Path = DB,
                delimiter: Optional[str] = typer.Option(None, "--delimiter",
                                                        help="CSV field delimiter (default ','; Excel in many locales "
                                                             "writes ';').")) -> None:
-    """Install a public taxonomy as the atom dictionary (atom ids 0..m-1 in file order when absent).
-
-    Example: dpspin atoms load --db tickets.duckdb --input taxonomy.csv
-    """
+    """Install a public taxonomy as the atom dictionary (atom ids 0..m-1 in file order when absent)."""
     from dpspin_sql import atoms, tabular
 
     sep = tabular.parse_delimiter(delimiter)
@@ -53,7 +50,8 @@ def _unnamed_note(con, path: Path, delimiter: Optional[str]) -> Optional[str]:
             f"write them): {shown}")
 
 
-@app.command("build")
+@app.command("build", epilog=example(
+    "dpspin atoms build --db tickets.duckdb --builder phrases -m 20 --manifest-out manifest.json"))
 def atoms_build(db: Path = DB,
                 builder: str = typer.Option(..., "--builder", help="metadata | phrases"),
                 fields: Optional[str] = typer.Option(None, "--fields",

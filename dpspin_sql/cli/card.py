@@ -14,12 +14,13 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import err, out
+from dpspin_sql.cli.common import err, example, out
 
 app = typer.Typer()
 
 
-@app.command("card", rich_help_panel="Read")
+@app.command("card", rich_help_panel="Read", epilog=example(
+    "dpspin card private_plan.json --db tickets.duckdb --summary summary.txt --out card.html"))
 def card_cmd(
     plan: Path = typer.Argument(..., help="private_plan.json, or a comparison from dpspin compare"),
     out_path: Path = typer.Option(..., "--out", help="Where to write the card (an .html file)."),

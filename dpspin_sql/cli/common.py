@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from dpspin_sql import ledger
+from dpspin_sql import ledger, names
 
 # Piped or captured output is not cut to rich's default 80 columns: a script or a log reading
 # a table gets whole cells (mechanism names, release ids, paths). A terminal keeps its width.
@@ -22,16 +22,19 @@ out = Console(soft_wrap=True, highlight=False,   # ids and paths stay on one lin
               width=None if sys.stdout.isatty() else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
+def example(*lines: str) -> str:
+    """A command's help epilog: "Example:" and one to three runnable command lines, shown as
+    written (click's \\b keeps them unwrapped). tests/test_help_examples.py runs every one in
+    a directory holding the files they name (tickets.duckdb, tickets.csv, taxonomy.csv,
+    scores.csv, query.sql, private_plan.json, summary.txt, later.json)."""
+    assert 1 <= len(lines) <= 3, "an example is one to three lines"
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 DB = typer.Option(..., "--db", help="The dpspin store (a DuckDB file).")
 
-# ReleaseRequest field -> the flag that sets it
-FLAGS = {"mechanism": "--mechanism", "epsilon": "--epsilon", "delta": "--delta", "unit": "--unit",
-         "adjacency": "--adjacency", "B": "-B", "K": "-K", "L": "-L", "selection_fraction": "--selection-fraction",
-         "calibration": "--calibration", "public_denominator": "--public-denominator",
-         "comparison_margin": "--comparison-margin", "interval_confidence": "--confidence",
-         "comparison_confidence": "comparison confidence", "bins": "bins",
-         "segments": "--segments", "segment_admission": "--segment-top", "boundaries": "--boundaries",
-         "segment_name": "--segment-by", "segment_kind": "segment kind"}
+# ReleaseRequest field -> the flag that sets it (or how an error names it): dpspin_sql.names
+FLAGS = {n.field: n.named for n in names.TABLE if n.flags or n.said}
 
 
 def flag(default: bool, *names: str, help: str) -> bool:
@@ -50,7 +53,7 @@ def budget_line(con, dataset: str) -> str:
             + (f" (accountant {st.accountant})" if st.accountant != "basic" else ""))
 
 
-SQL_SETTINGS = {"delta": "OPTIONS (delta = …)", "selection_fraction": "OPTIONS (selection_fraction = …)"}
+SQL_SETTINGS = {f: f"OPTIONS ({names.BY_FIELD[f].sql} = …)" for f in ("delta", "selection_fraction")}
 
 
 def defaults_line(request, how: dict | None = None) -> str | None:

@@ -13,12 +13,13 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import out
+from dpspin_sql.cli.common import example, out
 
 app = typer.Typer()
 
 
-@app.command("compare", rich_help_panel="Read")
+@app.command("compare", rich_help_panel="Read", epilog=example(
+    "dpspin compare private_plan.json later.json --out change.json"))
 def compare_cmd(
     plan_a: Path = typer.Argument(..., metavar="A.json", help="The plan compared from (a)."),
     plan_b: Optional[Path] = typer.Argument(None, metavar="[B.json]",

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import err, out
+from dpspin_sql.cli.common import err, example, out
 from dpspin_sql.errors import BadInput, Refusal
 
 app = typer.Typer()
@@ -90,7 +90,8 @@ def _read_comparison(path: Path, comp: dict, dictionary_path: Optional[Path]) ->
     return comp, None, None
 
 
-@app.command("summarize", rich_help_panel="Read")
+@app.command("summarize", rich_help_panel="Read", epilog=example(
+    "dpspin summarize private_plan.json --out summary.txt"))
 def summarize_cmd(
     plan: Path = typer.Argument(..., help="private_plan.json from `dpspin release`"),
     decoder: str = typer.Option("template", "--decoder", help="template | llm"),
@@ -181,7 +182,8 @@ def _summarize_comparison(comp: dict, labels: Optional[list], decoder: str, summ
     typer.echo(text)
 
 
-@app.command("verify", rich_help_panel="Read")
+@app.command("verify", rich_help_panel="Read", epilog=example(
+    "dpspin verify private_plan.json summary.txt"))
 def verify_cmd(
     plan: Path = typer.Argument(..., help="private_plan.json"),
     summary: Path = typer.Argument(..., help="summary text file"),

@@ -6,12 +6,12 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import out
+from dpspin_sql.cli.common import example, out
 
 app = typer.Typer()
 
 
-@app.command(rich_help_panel="Try it")
+@app.command(rich_help_panel="Try it", epilog=example("dpspin demo --db demo.duckdb"))
 def demo(db: Optional[Path] = typer.Option(None, "--db", help="Keep the demo store here (default: a temporary file)."),
          seed: int = typer.Option(7, help="Seed of the synthetic corpus (not of the noise)."),
          card: Optional[Path] = typer.Option(None, "--card", help="Write the release card here (default: beside "

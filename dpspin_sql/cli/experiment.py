@@ -6,11 +6,11 @@ from typing import Optional
 
 import typer
 
-from dpspin_sql.cli.common import out
+from dpspin_sql.cli.common import example, out
 from dpspin_sql.errors import BadInput, DpspinError
 
 app = typer.Typer(help="Grids of runs over the paper's datasets: metrics, grouped reports, plots.",
-                  no_args_is_help=True)
+                  no_args_is_help=True, epilog=example("dpspin experiment report runs/smoke --no-plots"))
 
 
 def _epsilons(text: str | None) -> list[float] | None:
@@ -22,7 +22,7 @@ def _epsilons(text: str | None) -> list[float] | None:
         raise BadInput(f"--epsilons must be a comma-separated list of numbers, not {text!r}") from None
 
 
-@app.command("run")
+@app.command("run", epilog=example("dpspin experiment run experiments/smoke.yaml --out runs/smoke --no-plots"))
 def run_cmd(grid: Path = typer.Argument(..., help="Grid file (YAML), e.g. experiments/smoke.yaml."),
             out_dir: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: runs/<grid name>)."),
             clean: bool = typer.Option(False, "--clean/--no-clean", help="Remove this directory's earlier runs first."),
@@ -75,7 +75,7 @@ class RunsFailed(DpspinError):
     exit_code = 1
 
 
-@app.command("report")
+@app.command("report", epilog=example("dpspin experiment report runs/smoke --no-plots"))
 def report_cmd(run_dir: Path = typer.Argument(..., help="Output directory of `dpspin experiment run`."),
                epsilons: Optional[str] = typer.Option(None, "--epsilons",
                                                       help="Only these ε, e.g. 0.5,1,4 (default: all)."),

@@ -10,13 +10,14 @@ import typer
 
 from dpspin_sql import anchors, ledger, store
 from dpspin_sql.cli import segment_flags
-from dpspin_sql.cli.common import DB, budget_line, defaults_line, err, out
+from dpspin_sql.cli.common import DB, budget_line, defaults_line, err, example, out
 from dpspin_sql.errors import BadInput, LedgerTampered
 
 app = typer.Typer()
 
 
-@app.command(rich_help_panel="Release")
+@app.command(rich_help_panel="Release", epilog=example(
+    "dpspin release --db tickets.duckdb --mechanism gaussian --epsilon 0.5 --unit user -K 3 -L 10 --out plan.json"))
 def release(db: Path = DB,
             mechanism: Optional[str] = typer.Option(None, help="laplace | gaussian | private_topL "
                                                                "(required, unless --from-sketch)."),
@@ -227,7 +228,9 @@ def _report(con, plan, request, out_path: Path, dataset: str, quiet: bool) -> No
     out.print(f"plan written to {out_path}")
 
 
-@app.command(rich_help_panel="Release")
+@app.command(rich_help_panel="Release", epilog=example(
+    "dpspin budget --db tickets.duckdb --witness witness.jsonl",
+    "dpspin budget --db tickets.duckdb --verify --witness witness.jsonl --plan private_plan.json"))
 def budget(db: Path = DB, dataset: str = typer.Option(ledger.DEFAULT_DATASET, help="Budget name."),
            as_json: bool = typer.Option(False, "--json/--no-json", help="Machine-readable output."),
            verify: bool = typer.Option(False, "--verify/--no-verify",
@@ -312,7 +315,8 @@ def _open_for_reading(db: Path):
     return con
 
 
-@app.command(rich_help_panel="Release")
+@app.command(rich_help_panel="Release", epilog=example(
+    "dpspin recover --db tickets.duckdb --out recovered_plan.json"))
 def recover(db: Path = DB,
             release_id: Optional[str] = typer.Option(None, "--release", help="The release (default: the last "
                                                                             "one); dpspin budget lists them."),

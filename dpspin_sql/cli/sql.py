@@ -15,13 +15,15 @@ from typing import Optional
 import typer
 
 from dpspin_sql import ledger
-from dpspin_sql.cli.common import SQL_SETTINGS, budget_line, defaults_line, err, out
+from dpspin_sql.cli.common import SQL_SETTINGS, budget_line, defaults_line, err, example, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer()
 
 
-@app.command("sql", rich_help_panel="Release")
+@app.command("sql", rich_help_panel="Release", epilog=example(
+    "dpspin sql --db tickets.duckdb -f query.sql --out sql_plan.json",
+    "dpspin sql --dialect bigquery --emit-sketch -f query.sql"))
 def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use -f FILE.sql)."),
         db: Optional[Path] = typer.Option(None, "--db", help="The dpspin store (not needed with --emit-sketch)."),
         file: Optional[Path] = typer.Option(None, "-f", "--file", help="Read the statement from a .sql file."),

@@ -8,13 +8,14 @@ from typing import Optional
 import typer
 
 from dpspin_sql import ledger, store
-from dpspin_sql.cli.common import DB, out
+from dpspin_sql.cli.common import DB, example, out
 from dpspin_sql.errors import BadInput
 
 app = typer.Typer()
 
 
-@app.command(rich_help_panel="Store")
+@app.command(rich_help_panel="Store", epilog=example(
+    "dpspin init --db new.duckdb --epsilon-budget 2 --delta-budget 1e-5 --accountant zcdp"))
 def init(db: Path = DB,
          epsilon_budget: float = typer.Option(ledger.DEFAULT_EPSILON_BUDGET, help="Total ε the data owner allows."),
          delta_budget: float = typer.Option(ledger.DEFAULT_DELTA_BUDGET, help="Total δ the data owner allows."),
@@ -28,7 +29,7 @@ def init(db: Path = DB,
 
     A new path, or an empty DuckDB database, becomes a store; a DuckDB database that holds
     anything else is refused and left as it was (use dpspin_sql.install for your own
-    database). Example: dpspin init --db tickets.duckdb --epsilon-budget 2 --delta-budget 1e-5 --accountant zcdp
+    database).
     """
     from dpspin_sql import accountant as accountants
 
@@ -44,7 +45,8 @@ def init(db: Path = DB,
               f"spent ε={st.epsilon_spent:g}, δ={st.delta_spent:g}; accountant {st.accountant}", markup=False)
 
 
-@app.command(rich_help_panel="Store")
+@app.command(rich_help_panel="Store", epilog=example(
+    "dpspin load --db tickets.duckdb --input tickets.csv --id-col id --user-col author --text-col body"))
 def load(db: Path = DB,
          input: Path = typer.Option(..., "--input", help="CSV, JSON Lines or Parquet file, or a folder of them "
                                                          "(Spark's output; gzip is fine)."),
@@ -61,8 +63,7 @@ def load(db: Path = DB,
          ) -> None:
     """Load records with DuckDB's readers; other columns become metadata. All or nothing.
 
-    Into a store made by dpspin init. Example:
-    dpspin load --db tickets.duckdb --input tickets.csv --id-col id --user-col author --text-col body
+    Into a store made by dpspin init.
     """
     from dpspin_sql.tabular import parse_delimiter
 
@@ -84,7 +85,8 @@ def load(db: Path = DB,
         out.print(note, markup=False)
 
 
-@app.command("split", rich_help_panel="Store")
+@app.command("split", rich_help_panel="Store", epilog=example(
+    "dpspin split --db tickets.duckdb --unit user --aux-fraction 0.3 --seed 7"))
 def split_cmd(db: Path = DB,
               unit: str = typer.Option(..., "--unit", help="record | user (user level: all of a user's records on one side)."),
               aux_fraction: float = typer.Option(0.5, "--aux-fraction", help="Share of units in the auxiliary split."),

@@ -12,14 +12,14 @@ from typing import Optional
 import typer
 
 from dpspin_sql import store
-from dpspin_sql.cli.common import DB, out
+from dpspin_sql.cli.common import DB, example, out
 
 app = typer.Typer(help="Two-phase warehouse release: put the store's tables in a warehouse "
                        "(then: dpspin sql --emit-sketch, run it there, dpspin release --from-sketch).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, epilog=example("dpspin sql --dialect postgres --emit-sketch -f query.sql"))
 
 
-@app.command("push")
+@app.command("push", epilog=example("dpspin warehouse push --db tickets.duckdb --pg-dsn 'host=localhost dbname=dpspin'"))
 def push(db: Path = DB,
          pg_dsn: Optional[str] = typer.Option(None, "--pg-dsn", envvar="DPSPIN_PG_DSN",
                                               help="PostgreSQL connection string, e.g. 'host=… dbname=…'.")) -> None:

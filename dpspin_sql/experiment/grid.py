@@ -29,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from dpspin_sql import names
 from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment.probe import DEFAULT_PROBE, PROBE_SWEPT
 
@@ -168,11 +169,15 @@ def load_grid(path: str | Path) -> Grid:
     return expand(raw, path)
 
 
+GRID_TOP = ("name", "data_dir", "defaults", "datasets", "probe", "description")
+
+
 def expand(raw: dict, path: Path | None = None) -> Grid:
     """Expand a parsed grid into the list of final per-run configurations."""
-    unknown = set(raw) - {"name", "data_dir", "defaults", "datasets", "probe", "description"}
+    unknown = set(raw) - set(GRID_TOP)
     if unknown:
-        raise BadInput(f"unknown grid key(s): {', '.join(sorted(unknown))}")
+        raise BadInput(f"unknown grid key(s): {', '.join(sorted(unknown))}"
+                       + names.suggestion(min(unknown), GRID_TOP, where="grid"))
     name = str(raw.get("name") or (path.stem if path else "grid"))
     ddir = data_dir(raw, path)
     defaults = raw.get("defaults") or {}
@@ -208,7 +213,8 @@ def dataset_settings(ds_name: str, defaults: dict, overrides: dict, ddir: Path) 
     for layer in (defaults, overrides):
         bad = set(layer) - set(SWEPT) - set(SCALARS) - {"preset", "unit", "n_seeds"}
         if bad:
-            raise BadInput(f"unknown setting(s) for {ds_name}: {', '.join(sorted(bad))}")
+            raise BadInput(f"unknown setting(s) for {ds_name}: {', '.join(sorted(bad))}"
+                           + names.suggestion(min(bad), (*SWEPT, *SCALARS, "preset", "unit", "n_seeds"), where="grid"))
         cfg.update(copy.deepcopy(layer))
     if "unit" in cfg:
         cfg["units"] = cfg.pop("unit")
@@ -282,9 +288,7 @@ def run_config(cfg: dict, grid_name: str, *, unit, n, m, K, L, mechanism, epsilo
 
 
 # ReleaseRequest field -> the grid key that sets it
-GRID_KEYS = {"B": "B", "K": "K", "L": "L", "unit": "units", "mechanism": "mechanism", "epsilon": "epsilon",
-             "delta": "delta", "adjacency": "adjacency", "selection_fraction": "selection_fraction",
-             "calibration": "calibration", "public_denominator": "public_denominator"}
+GRID_KEYS = {n.field: n.grid[0] for n in names.TABLE if n.grid}   # dpspin_sql.names
 
 
 def request_of(run: dict):

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from sqlglot import exp
 
+from dpspin_sql import names
 from dpspin_sql.request import CALIBRATIONS, MECHANISMS, ReleaseRequest, RequestError
 from dpspin_sql.sensitivity import ADJACENCIES
 from dpspin_sql.sql.errors import refuse
@@ -27,21 +28,14 @@ class Option:
     choices: tuple[str, ...] = ()
 
 
-OPTIONS = {o.name: o for o in (
-    Option("epsilon", "number", "epsilon", "ε > 0 charged to the ledger (required)"),
-    Option("delta", "number", "delta", "0 < δ < 1 for gaussian and private_topL (default 1e-6); laplace ignores it"),
-    Option("mechanism", "choice", "mechanism", "laplace | gaussian | private_topL (required)", MECHANISMS),
-    Option("privacy_unit_column", "column", "unit", "user_id → unit=user; record_id or omitted → unit=record"),
-    Option("record_id_column", "column", "record_id", "the record id of a statement over one relation of your own"),
-    Option("contribution_bound", "number", "B", "B > 0, the per-user L1 bound (user level only; default 1)"),
-    Option("max_atoms_per_record", "integer", "K", "K ≥ 1 atoms kept per record (default 3)"),
-    Option("top", "integer", "L", "L ≥ 1 atoms admitted to the plan (default 10)"),
-    Option("adjacency", "choice", "adjacency", "add_drop | replace (default add_drop)", ADJACENCIES),
-    Option("selection_fraction", "number", "selection_fraction", "0 < ε_sel/ε < 1 (private_topL only)"),
-    Option("public_denominator", "integer", "public_denominator", "d_public ≥ 1 for support = mass / d_public"),
-    Option("calibration", "choice", "calibration", "zcdp (default, any ε) | classical (ε < 1 only)",
-           CALIBRATIONS),
-)}
+# the literal kind of each option (its name, field and meaning are dpspin_sql.names's)
+_KINDS = {"epsilon": "number", "delta": "number", "mechanism": "choice", "privacy_unit_column": "column",
+          "record_id_column": "column", "contribution_bound": "number", "max_atoms_per_record": "integer",
+          "top": "integer", "adjacency": "choice", "selection_fraction": "number", "public_denominator": "integer",
+          "calibration": "choice"}
+_CHOICES = {"mechanism": MECHANISMS, "adjacency": ADJACENCIES, "calibration": CALIBRATIONS}
+OPTIONS = {key: Option(key, _KINDS[key], n.field, n.meaning, tuple(_CHOICES.get(key, ())))
+           for key, n in names.SQL_KEYS.items()}
 
 
 @dataclass
@@ -63,7 +57,7 @@ def read_options(clause: exp.Expr) -> DPOptions:
         value = prop.args.get("value")
         spec = OPTIONS.get(name)
         if spec is None:
-            refuse(f"unknown option {name!r} (known: {', '.join(OPTIONS)})", prop)
+            refuse(f"unknown option {name!r}{names.suggestion(name, OPTIONS)} (known: {', '.join(OPTIONS)})", prop)
         if name in opts.values:
             refuse(f"option {name!r} is given twice", prop)
         opts.nodes[name] = prop
