@@ -59,8 +59,10 @@ RELATION = re.compile(
     r"|\b" + PEOPLE_NOUNS + r"\s+(?:with|who\s+(?:have|has|had))(?=\s+§)"
     r"|\bconcentrated\s+(?:among|in|with)\b|\b(?:especially|particularly|mostly|mainly|largely|chiefly|primarily)\s+"
     r"(?:among|for|in|with)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\b"
-    r"|\b(?:among|for|with|from)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\s+(?:in|from|who|aged|over|under|living|based|"
+    r"|\b(?:among|for|with|from)\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\s+(?:in|from|who|whose|aged|over|under|living|based|"
     r"located|at)\b"
+    # "among reviewers with mature skin": a group of people qualified by what they have is a subgroup
+    r"|\bamong\s+(?:\w+\s+){0,2}?" + PEOPLE_NOUNS + r"\s+(?:with|having|that\s+(?:have|has|had))\b"
     r"|\b(?:rural|urban|suburban|first-time|repeat|returning|new|loyal|elderly|senior|young|student|military|"
     r"low-income|high-income|wealthy|international|local|foreign|domestic)\s+" + PEOPLE_NOUNS + r"\b"
     r"|\b(?:women|men|female|male|older|younger|elderly|teen\w*|one-star|two-star|three-star|four-star|five-star|"

@@ -36,6 +36,8 @@ PATTERNS = [
     (re.compile(rf"\b(?:comes?|came|ranks?|ranked|placed|sits?|finish(?:es|ed)?|is|are|was|were)\s+(?:in\s+)?{ORD}"
                 r"\b(?![\s-]+(?:mentioned|listed|noted|reported|seen|raised|time|glance|sight))", re.I), "ordk"),
     (re.compile(rf"\b(?:in|at)\s+{ORD}\s+(?:place|position|spot)\b", re.I), "ordk"),
+    # an ordinal in apposition to a theme: "mashed potatoes, seventh, is well below both"
+    (re.compile(rf"(?<=[\w)§]),\s+{ORD}(?=\s*[,;)—–])", re.I), "ordk"),
     (re.compile(rf"\bthe\s+{ORD}\s+(?:{PLAN_NOUNS})\b", re.I), "ordk"),
     (re.compile(r"\b(?:top|first|leading)[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "topn"),
     (re.compile(r"\bbottom[\s-]+(?P<k>\d+|" + _COUNTW + r")\b", re.I), "bottomn"),
