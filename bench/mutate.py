@@ -151,9 +151,16 @@ _ORIGINAL, _COPY = {original!r}, {copy!r}
 for _name, _mod in list(sys.modules.items()):
     _mapping = getattr(_mod, "MAPPING", None)
     if _name.startswith("__editable__") and isinstance(_mapping, dict):
+        # the install may point at another checkout of the project (a git worktree run with
+        # the main checkout's venv): its root is the folder that holds its dpspin_sql
+        _roots = {{_ORIGINAL}}
+        if isinstance(_mapping.get("dpspin_sql"), str):
+            _roots.add(_mapping["dpspin_sql"].rstrip("/").rsplit("/", 1)[0])
         for _k, _v in list(_mapping.items()):
-            if isinstance(_v, str) and (_v == _ORIGINAL or _v.startswith(_ORIGINAL + "/")):
-                _mapping[_k] = _COPY + _v[len(_ORIGINAL):]
+            for _root in _roots:
+                if isinstance(_v, str) and (_v == _root or _v.startswith(_root + "/")):
+                    _mapping[_k] = _COPY + _v[len(_root):]
+                    break
 '''
 
 

@@ -440,3 +440,48 @@ def test_processes_spend_exactly_what_zcdp_admits(tmp_path, mechs):
     con = store.connect(db, read_only=True)
     assert len(ledger.status(con).releases) == expected and ledger.verify(con) == []
     con.close()
+
+
+# ------------------------------------------------------------------------------ the two paths' shares of δ (guards)
+
+@pytest.mark.guard
+def test_the_basic_path_of_zcdp_spends_half_the_delta():
+    """Releases with no zCDP form (opaque (ε, δ) charges) are counted by basic composition
+    alone, and under zcdp it holds δ/2: two of 0.4·δ each fit basic, not zcdp."""
+    E, D = 6.0, 1e-5
+    opaque = accountant.Release(0.1, 0.4 * D, (accountant.opaque_part(0.1, 0.4 * D),))
+    assert accountant.compose("zcdp", E, D, [opaque]).fits
+    assert accountant.compose("basic", E, D, [opaque, opaque]).fits
+    assert not accountant.compose("zcdp", E, D, [opaque, opaque]).fits
+
+
+@pytest.mark.guard
+def test_a_part_with_no_zcdp_form_leaves_only_basic_composition():
+    """A release of one opaque (ε, δ) part and a small Gaussian: Σε = 1.2 exceeds ε = 1, and
+    the Gaussian's ρ alone must not admit the pair (the opaque part has no ρ to add)."""
+    big = accountant.Release(0.9, 1e-7, (accountant.opaque_part(0.9, 1e-7),))
+    small = accountant.Release(0.3, 1e-7, (accountant.Part("gaussian", 0.3, 1e-7, 0.005, False),))
+    assert accountant.compose("zcdp", 1.0, 1e-5, [small]).fits
+    assert not accountant.compose("zcdp", 1.0, 1e-5, [big, small]).fits
+
+
+@pytest.mark.guard
+def test_the_zcdp_path_converts_at_half_the_delta():
+    """The largest ρ the zcdp accountant admits (searched through compose, basic out of reach)
+    converts within ε at δ/2 by the independent formula (tests/helpers/composition.py), and
+    is not far below it (1e-3)."""
+    from fractions import Fraction
+
+    E, D = 3.0, 1e-5
+
+    def fits(rho: float) -> bool:
+        part = accountant.Part("gaussian", 100.0, 0.0, rho, False)
+        return accountant.compose("zcdp", E, D, [accountant.Release(100.0, 0.0, (part,))]).fits
+
+    lo, hi = 0.0, E
+    assert fits(1e-6) and not fits(hi)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    assert indep.epsilon_cks(Fraction(lo), Fraction(D) / 2) <= Decimal(E) + Decimal("1e-9")
+    assert indep.epsilon_cks(Fraction(lo * 1.001), Fraction(D) / 2) > Decimal(E)

@@ -122,3 +122,25 @@ def test_a_sketch_of_other_bounds_is_refused_before_the_charge(con):
         release(con, LAPLACE, LyingEngine(B=4.0))
     assert ledger.status(con).epsilon_spent == before.epsilon_spent
     release(con, LAPLACE, LyingEngine(B=1.0))               # the honest answer is released
+
+
+def test_a_cost_edit_consistent_with_the_hashes_and_the_stored_plan_is_refused_by_the_charge(con):
+    """Give the first release's ε back (0), in its row and in its stored plan, and re-hash the
+    chain and the plan pins: every check but the maps passes (`verify` without them is
+    clean), so only the charge's own re-derivation of each row's cost from its measurements
+    stands between the forgery and a budget spent twice."""
+    import json
+
+    from tests.helpers.ledger_tamper import rehash
+
+    first = con.execute("SELECT min(seq) FROM ledger").fetchone()[0]
+    rid = con.execute("SELECT release_id FROM ledger WHERE seq = ?", [first]).fetchone()[0]
+    con.execute("UPDATE ledger SET epsilon = 0 WHERE seq = ?", [first])
+    plan = json.loads(con.execute("SELECT plan FROM release_plans WHERE release_id = ?", [rid]).fetchone()[0])
+    plan["privacy_cost"]["epsilon"] = 0.0
+    con.execute("UPDATE release_plans SET plan = ? WHERE release_id = ?", [json.dumps(plan, indent=2), rid])
+    rehash(con, plans=True)
+    assert problems(con, maps=False) == []
+    assert any(f"row {first}" in p and "maps give" in p for p in problems(con, maps=True))
+    with pytest.raises(LedgerTampered):
+        release(con, LAPLACE)

@@ -474,3 +474,24 @@ def test_on_a_store_connection_the_store_is_refused_by_any_name_and_other_catalo
     audited = audit_statement(statement.format("mine.attached"), con, user_catalog=user_catalog(con))
     assert audited.record_key == {"warehouse.main.scores": "review_id", "shop.mine.reviews": "review_id"}
     con.close()
+
+
+@pytest.mark.guard
+@pytest.mark.parametrize("body", [
+    "SELECT record_id AS review_id, 'refund' AS theme, weight AS score FROM assignment_rows",
+    "SELECT release_id AS review_id, 'refund' AS theme, epsilon AS score FROM ledger",
+    "SELECT release_id AS review_id, 'refund' AS theme, 1.0 AS score FROM release_plans",
+    "SELECT user_id AS review_id, 'refund' AS theme, 1.0 AS score FROM main.users",
+], ids=["assignment_rows", "ledger", "release_plans", "users"])
+def test_on_a_store_connection_every_relation_of_the_store_is_refused_through_a_view(tmp_path, body):
+    """Not only `assignments` and `records`: a view of the curator's over any relation the dpspin
+    schema defines (the view of every split's rows, the ledger, the stored plans, the users) is
+    the store's, however it is named."""
+    con = dpspin_sql.store.connect(tmp_path / "shop.duckdb", create=True)
+    install_atoms(con, range(2), ["refund", "crash"])
+    con.execute(f"CREATE SCHEMA mine; CREATE VIEW mine.v AS {body}")
+    statement = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'laplace', top = 1, "
+                 "record_id_column = review_id) theme, DPSPIN_MASS(score) FROM mine.v GROUP BY theme")
+    with pytest.raises(AuditRefusal, match="the dpspin store's own tables"):
+        audit_statement(statement, con, user_catalog=user_catalog(con))
+    con.close()
