@@ -171,7 +171,7 @@ def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
 def verify_comparison(summary: str, comparison: Any, dictionary: Iterable | None = None,
                       require_theme: bool = False) -> Verdict:
     """Check `summary` against a comparison of two releases (module docstring); deterministic and public."""
-    from .core import run_rules, verify
+    from .core import run_rules, verdict_of, verify
     from .rules import COMPARISON_FIRST, COMPARISON_RULES, change
 
     comp = comparison
@@ -216,9 +216,4 @@ def verify_comparison(summary: str, comparison: Any, dictionary: Iterable | None
                 for x in run_rules(Check(keep, union, dictionary), COMPARISON_RULES, comp, markers)]
     if require_theme and not base.mentions:
         out.append(Violation("no_theme", "", "the summary mentions none of the comparison's themes", 0, 0))
-    seen, vs = set(), []
-    for v in sorted(out, key=lambda v: (v.start, v.code)):
-        if (v.code, v.start, v.end) not in seen:
-            seen.add((v.code, v.start, v.end))
-            vs.append(v)
-    return Verdict(not vs, vs)
+    return verdict_of(out)

@@ -30,6 +30,11 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
     out = [v for x in checks for v in x.out]
     if require_theme and c.plan["atoms"] and not c.mentions:
         out.append(Violation("no_theme", "", "the summary mentions none of the plan's themes", 0, 0))
+    return verdict_of(out)
+
+
+def verdict_of(out: Iterable[Violation]) -> Verdict:
+    """The verdict of the violations found: each (code, span) once, in text order."""
     seen, vs = set(), []
     for v in sorted(out, key=lambda v: (v.start, v.code)):
         if (v.code, v.start, v.end) not in seen:
