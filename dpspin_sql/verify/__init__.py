@@ -11,13 +11,14 @@ anyone can run it on a plan file.
 Layout: `text` (tokens, normalisation, sentences, clauses), `lexicon` (labels),
 `numeric` (numbers and the rounding rule), `context` (the shared check state and
 attachment), `rules/` (one module per rule, registered in `rules.RULES`), `core`
-(the orchestrator) and `claims` (structured claims).
+(the orchestrator over one plan), `comparison` (two plans compared), `entry` (the
+one `verify` for either) and `claims` (structured claims).
 """
 from __future__ import annotations
 
 from .claims import verify_claims
 from .context import Verdict, Violation
-from .core import verify
+from .entry import verify
 from .plan import margin_of, plan_dict
 from .vocab import BIN_WORDS
 

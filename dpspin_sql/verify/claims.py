@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .context import Verdict, Violation
-from .core import verify
+from .entry import verify
 from .plan import margin_of, mass, plan_dict
 from .text import content
 

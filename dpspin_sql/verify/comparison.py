@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .context import Check, Verdict, Violation
+from .core import run_rules, verdict_of, verify_plan
 from .text import neutral
 
 __all__ = ["is_comparison", "verify_comparison", "side_plan", "side_markers"]
@@ -171,7 +172,6 @@ def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
 def verify_comparison(summary: str, comparison: Any, dictionary: Iterable | None = None,
                       require_theme: bool = False) -> Verdict:
     """Check `summary` against a comparison of two releases (module docstring); deterministic and public."""
-    from .core import run_rules, verdict_of, verify
     from .rules import COMPARISON_FIRST, COMPARISON_RULES, change
 
     comp = comparison
@@ -206,7 +206,7 @@ def verify_comparison(summary: str, comparison: Any, dictionary: Iterable | None
             continue
         targets = ["a"] if sides == {"a"} else ["b"] if sides == {"b"} else ["a", "b"]
         for w in targets:
-            got = verify(alone, plans[w], dictionary)
+            got = verify_plan(alone, plans[w], dictionary)
             where = f"in {names[w]!r}" if len(targets) == 1 else f"a sentence naming no release must hold in both; in {names[w]!r}"
             out += [Violation(x.code, text[x.start:x.end] if x.start >= 0 else x.span, f"{where}: {x.message}",
                               x.start, x.end) for x in got.violations]

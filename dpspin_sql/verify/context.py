@@ -50,7 +50,7 @@ class Check:
         dictionary = list(dictionary) if dictionary is not None else None   # read twice (rules/ellipsis.py)
         self.text, self.plan, self.require_theme, self.dictionary = text, plan, require_theme, dictionary
         self.lex = Lexicon(plan, dictionary)
-        # the whole verifier on another text, same plan and dictionary (set by core.verify; rules/ellipsis.py)
+        # the whole verifier on another text, same plan and dictionary (set by core.verify_plan; rules/ellipsis.py)
         self.reverify: Callable[[str], Verdict] | None = None
         self.out: list[Violation] = []
         self.margin = margin_of(plan)

@@ -1,16 +1,19 @@
-"""The orchestrator: run every registered rule over one (summary, plan) pair."""
+"""The orchestrator: run every registered rule over one (summary, plan) pair.
+
+`verify_plan` checks a summary against one release; `verify.entry.verify` sends a
+comparison of two releases to `verify.comparison` instead, which calls back here.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from .comparison import is_comparison, verify_comparison
 from .context import Check, Verdict, Violation
 from .plan import plan_dict
 from .rules import RULES
 
 
-def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_theme: bool = False) -> Verdict:
+def verify_plan(summary: str, plan: Any, dictionary: Iterable | None = None, require_theme: bool = False) -> Verdict:
     """Check `summary` against the released `plan`; deterministic and public.
 
     `dictionary` (labels or {atom_id, label} dicts) overrides the plan's
@@ -18,10 +21,8 @@ def verify(summary: str, plan: Any, dictionary: Iterable | None = None, require_
     `require_theme` also rejects a summary that mentions no admitted theme
     (the decoding loop uses it so that an empty-of-content answer never wins).
     """
-    if is_comparison(plan):   # two releases compared (verify/comparison.py)
-        return verify_comparison(summary, plan, dictionary, require_theme)
     c = Check(summary or "", plan_dict(plan), dictionary, require_theme)  # a bad plan fails even when empty
-    c.reverify = lambda text: verify(text, c.plan, c.dictionary)
+    c.reverify = lambda text: verify_plan(text, c.plan, c.dictionary)
     if not c.text.strip():
         return Verdict(False, [Violation("empty", "", "the summary is empty", 0, 0)])
     checks = [c]
