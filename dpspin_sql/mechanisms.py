@@ -145,9 +145,9 @@ def make_mechanism(request: ReleaseRequest, m: int, scale: int = SCALE) -> Mecha
     """Build and calibrate the OpenDP measurement(s) for `request` over an m-atom sketch.
 
     Domain: int64 vectors of length m (the fixed-point sketch). Sensitivity assumption:
-    the sketch SQL bounds each unit's vector to non-negative L1 ≤ `request.bound_fix`, so
+    the sketch SQL bounds each unit's vector to non-negative L1 ≤ `request.ReleaseRequest.bound_fix`, so
     the d_in of each metric is the request's entry of the sensitivity table in
-    fixed-point units (`request.d_in`, docs/DESIGN.md §2).
+    fixed-point units (`request.ReleaseRequest.d_in`, docs/DESIGN.md §2).
 
     - laplace: discrete Laplace, L1 metric; map ε = d_in/scale.
     - gaussian: discrete Gaussian, L2 metric, ρ = d_in²/(2·scale²), then OpenDP's

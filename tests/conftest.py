@@ -32,6 +32,23 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test process: a JVM start costs ~15 s, so the
+    modules that need Spark share it (a test never stops it; the session's end does)."""
+    import os
+    import shutil
+
+    pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra)")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); Spark needs it")
+    from dpspin_sql.engines.spark import get_session
+
+    session = get_session("local[2]")
+    yield session
+    session.stop()
+
+
 # ----------------------------------------------------------------------------------- the fast loop
 #
 # The edit loop is `pytest -m "not slow"`; `.ci/run` runs everything. Which tests are slow is
@@ -230,6 +247,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if config.getoption("--fast-loop-report"):
         _report(config, items, kind, measured)
+    if hasattr(config, "workerinput"):
+        heaviest_modules_first(items, measured)
+
+
+def heaviest_modules_first(items, measured: dict[str, float]) -> None:
+    """Under pytest-xdist (`--dist loadfile`: a module runs whole on one worker, so its module
+    fixtures are built once), hand out the modules with the most stored seconds first, so that
+    no long module starts last and runs alone. Each module's own order is kept; every worker
+    computes the same order from the same file, as xdist requires."""
+    cost: dict[str, float] = defaultdict(float)
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        f = item.nodeid.split("::", 1)[0]
+        cost[f] += measured.get(item.nodeid, 0.0)
+        first.setdefault(f, i)
+    items.sort(key=lambda it: (-cost[it.nodeid.split("::", 1)[0]], first[it.nodeid.split("::", 1)[0]]))
 
 
 def _report(config, items, kind, measured) -> None:

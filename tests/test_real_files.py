@@ -344,17 +344,8 @@ def test_postgres_copy_csv_reads_the_same(capsys, templates, tmp_path, pg_dsn, s
 
 
 @pytest.mark.spark
-def test_spark_folders_read_the_same(capsys, templates, tmp_path, sketches, file_sketch):
-    pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra)")
-    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
-        pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); Spark needs it")
-    from dpspin_sql.engines.spark import get_session
-
-    session = get_session("local[1]")
-    try:
-        written = corpus.spark_files(session, tmp_path / "spark")
-    finally:
-        session.stop()
+def test_spark_folders_read_the_same(capsys, templates, tmp_path, sketches, file_sketch, spark):
+    written = corpus.spark_files(spark, tmp_path / "spark")
     for one in written.values():
         assert any(p.name == "_SUCCESS" for p in one.files["records"].rglob("*"))
         _all_commands(capsys, templates, tmp_path, one, sketches, file_sketch)

@@ -66,15 +66,6 @@ def build_amazon_store(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from dpspin_sql.engines.spark import get_session
-
-    session = get_session("local[2]")
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module")
 def amazon(tmp_path_factory) -> Path:
     if not AMAZON.exists():
         missing_prerequisite(f"real sample not available: {AMAZON} is absent (../shared/data sits beside the checkout)")

@@ -293,34 +293,29 @@ def test_the_total_form_computes_in_double_and_never_divides_by_zero():
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory):
+def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory, spark):
     """Generated statements the Spark engine admits run on Spark over the plain store and over
     the union store, which holds every adversarial record at once: none may fail the job."""
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpspin-sql[spark]')")
     from dpspin_sql import store
-    from dpspin_sql.engines.spark import SparkEngine, check_filters, get_session
+    from dpspin_sql.engines.spark import SparkEngine, check_filters
 
     work = tmp_path_factory.mktemp("spark-total")
     family = sql_fuzz.build_family(sql_fuzz.build_base(work / "base.duckdb", n_users=10), work / "family")
-    spark = get_session("local[2]")
-    try:
-        report, ran = sql_fuzz.Report(), 0
-        for _sql, audited in sql_fuzz.statements(99, report, ("laplace",)):
-            if ran == 6:
-                break
-            if audited is None:
-                continue
+    report, ran = sql_fuzz.Report(), 0
+    for _sql, audited in sql_fuzz.statements(99, report, ("laplace",)):
+        if ran == 6:
+            break
+        if audited is None:
+            continue
+        try:
+            check_filters(audited.filters)
+        except AuditRefusal:
+            continue
+        ran += 1
+        for name in ("plain", "union"):
+            con = store.connect(family[name], read_only=True)
             try:
-                check_filters(audited.filters)
-            except AuditRefusal:
-                continue
-            ran += 1
-            for name in ("plain", "union"):
-                con = store.connect(family[name], read_only=True)
-                try:
-                    SparkEngine(audited.filters, session=spark, assign="table").sketch(con, audited.request.bounds)   # raises BadInput if the job failed
-                finally:
-                    con.close()
-    finally:
-        spark.stop()
+                SparkEngine(audited.filters, session=spark, assign="table").sketch(con, audited.request.bounds)   # raises BadInput if the job failed
+            finally:
+                con.close()
     assert ran == 6

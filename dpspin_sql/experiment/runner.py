@@ -14,7 +14,7 @@ and renamed), so a half-written run is one whose temporary directory is still th
 is removed and redone. A finished run (metrics.json with status ok) is not recomputed; a
 failed run (error.json) is retried on the next call.
 
-Privacy bookkeeping: every release goes through `pipeline.release_and_charge`, charged
+Privacy bookkeeping: every release goes through `release.release` (`release_capturing`), charged
 to the prep store's ledger under a dataset of its own (`<run_id>#<attempt>`) whose budget
 is that one release's cost — each run models one independent release of its sample.
 Mechanism noise is OpenDP's (secure randomness); seeds select protected units only.
