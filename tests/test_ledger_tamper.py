@@ -358,12 +358,14 @@ def test_verify_json_lists_every_finding(case, capsys):
 
 # --------------------------------------------------------------------------- stores of earlier versions
 
-def _earlier_store(tmp_path: Path, version: str) -> Path:
+def _earlier_store(tmp_path: Path, version: str, plan: Path | None = None) -> Path:
     """A store as an earlier version wrote it, with one charge of genuine measurements:
-    'unevented' (a hash chain, no ledger events or stored plans) or 'unchained' (no chain)."""
+    'unevented' (a hash chain, no ledger events or stored plans) or 'unchained' (no chain).
+    With `plan` ('unevented' only), that charge's plan file, as that version wrote it: its
+    `ledger_chain` is the row's hash of that version (hashed without plan_stored)."""
     db = tmp_path / f"{version}.duckdb"
     con = synthetic_store(db, epsilon_budget=2.0, close=False)
-    release(con, REQUEST)
+    release(con, REQUEST, out=plan)
     con.close()
     con = duckdb.connect(str(db))
     r = con.execute("SELECT release_id, dataset, created_at, mechanism, epsilon, delta, params, measurements, "
@@ -374,6 +376,9 @@ def _earlier_store(tmp_path: Path, version: str) -> Path:
     con.execute("DROP TABLE ledger_events")
     con.execute("DROP TABLE release_plans")
     con.execute("UPDATE ledger_head SET seq = 1, head_hash = ?", [old_hash])
+    if plan is not None:
+        d = json.loads(plan.read_text())
+        plan.write_text(json.dumps(d | {"ledger_chain": old_hash}, indent=2, ensure_ascii=False) + "\n")
     if version == "unchained":
         con.execute("DROP TABLE ledger_head")
         for c in ("seq", "prev_hash", "row_hash"):
@@ -393,3 +398,23 @@ def test_a_store_of_an_earlier_version_is_brought_up_to_date_once(tmp_path, caps
     release(con, REQUEST, out=tmp_path / "p.json")
     assert ledger.verify(con) == []
     con.close()
+
+
+def test_an_earlier_versions_plan_is_anchored_by_its_chain_hash_alone(tmp_path, capsys):
+    """A release charged before the chain pinned plan texts has no plan event: the only
+    anchor its published plan gives is its `ledger_chain`. Rewrite that release's row and
+    re-hash everything after it (consistent in the store, no pin to contradict): the plan's
+    chain hash is what names the forgery."""
+    plan = tmp_path / "p.json"
+    db = _earlier_store(tmp_path, "unevented", plan=plan)
+    rc, out, err = verify_cli(capsys, db, "--plan", plan)          # migrates once; the plan is the row's
+    assert rc == 0 and "1 release(s)" in out, err
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT count(*) FROM ledger_events WHERE kind = 'plan'").fetchall() == [(0,)]
+    con.close()
+    edit(db, "UPDATE ledger SET plan_path = 'elsewhere.json'", then=rehash)
+    rc, out, err = verify_cli(capsys, db)
+    assert rc == 0, "the forgery is consistent in the store: only an anchor can catch it"
+    rc, out, err = verify_cli(capsys, db, "--plan", plan)
+    assert_one_line_error(rc, out, err, code=1)
+    assert "does not have the plan's chain hash" in err and str(plan) in err

@@ -301,6 +301,14 @@ STORE_NAMES = [
                                     "1.0 AS score FROM n0"),
     ("a system table", "CREATE OR REPLACE VIEW lake.main.n AS SELECT table_oid AS review_id, 'fee' AS theme, 1.0 AS "
                        "score FROM duckdb_tables()"),
+    # the attached store's catalog is the store's as a whole, not only the relations its schema defines
+    ("a table of the store's catalog the schema does not define",
+     "CREATE OR REPLACE TABLE dpspin.main.stash AS SELECT * FROM dpspin.records; CREATE OR REPLACE VIEW lake.main.n AS "
+     "SELECT record_id AS review_id, 'fee' AS theme, 1.0 AS score FROM dpspin.main.stash"),
+    ("a schema of the store's catalog other than main",
+     "CREATE SCHEMA IF NOT EXISTS dpspin.stash; CREATE OR REPLACE TABLE dpspin.stash.records AS SELECT * FROM "
+     "dpspin.records; CREATE OR REPLACE VIEW lake.main.n AS SELECT record_id AS review_id, 'fee' AS theme, 1.0 AS "
+     "score FROM dpspin.stash.records"),
 ]
 
 

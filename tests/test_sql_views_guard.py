@@ -36,7 +36,9 @@ def con(tmp_path, monkeypatch):
     c.execute(f"""CREATE TABLE mine.scores AS
                   SELECT i AS review_id, ['refund delay', 'app crash', 'double charge'][1 + i % 3] AS theme,
                          0.25 + (i % 7) / 10 AS score, i % 4 AS grp,
-                         CASE WHEN i = 1001 THEN 'not a number' ELSE '0.5' END AS score_text
+                         CASE WHEN i = 1001 THEN 'not a number' ELSE '0.5' END AS score_text,
+                         CASE WHEN i = 1001 THEN 0 ELSE 1 END::INTEGER AS k,
+                         CASE WHEN i = 1001 THEN 2 ELSE 1 END::INTEGER AS m
                   FROM range({N}) AS t(i)""")
     c.execute("CREATE VIEW mine.all_scores AS SELECT * FROM mine.scores")
     c.execute("CREATE VIEW mine.parsed AS SELECT review_id, theme, CAST(score_text AS DOUBLE) AS score, grp "
@@ -77,3 +79,17 @@ def test_a_filter_cannot_choose_the_rows_a_views_expressions_run_on(con):
     outcomes = {where: outcome(con, statement("mine.parsed", where))
                 for where in ("grp = 1", "grp = 0", "grp <> 1", "review_id = 1001", "review_id = 5")}
     assert len(set(outcomes.values())) == 1, outcomes
+
+
+@pytest.mark.parametrize("expression", ["score + 1 % k", "score + (m * 2147483647) / 1e10"],
+                         ids=["modulo by zero", "INTEGER overflow"])
+def test_a_views_expression_runs_in_its_total_form_whatever_rows_the_filter_keeps(con, expression):
+    """An accepted expression that DuckDB would raise on for row 1001 alone, as written (1 % 0;
+    2 * 2147483647 in INTEGER): the sketch runs it in its total form (NULLIF, DOUBLE), so the
+    statements that keep that row and those that drop it all succeed, with sketches of one shape."""
+    con.execute(f"CREATE VIEW mine.computed AS SELECT review_id, theme, {expression} AS score, grp FROM mine.scores")
+    wheres = ("grp = 1", "grp = 0", "grp <> 1", "review_id = 1001", "review_id = 5")
+    outcomes = {where: outcome(con, statement("mine.computed", where)) for where in wheres}
+    assert set(outcomes.values()) == {"ok"}, outcomes
+    shapes = {where: sketch(con, statement("mine.computed", where)).mass.shape for where in wheres}
+    assert len(set(shapes.values())) == 1, shapes
