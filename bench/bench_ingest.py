@@ -44,7 +44,25 @@ con.execute(f"CREATE TABLE records AS SELECT * FROM {reader}('{records}')")
 con.execute(f"CREATE TABLE assignments AS SELECT * FROM {reader}('{assignments}')")
 con.close()
 """
-CLI = "import sys; sys.path.insert(0, sys.argv[1]); from dpspin_sql.cli import run; sys.exit(run(sys.argv[2:]))"
+# The CLI of one checkout. An editable install maps dpspin_sql.queries and dpspin_sql.udfs to
+# *its* checkout's queries/ and udfs/ folders (pyproject's package-dir), which PYTHONPATH does
+# not override: the finder below puts the measured checkout's SQL first.
+CLI = """
+import importlib.abc, importlib.util, os, sys
+root = sys.argv[1]
+sys.path.insert(0, root)
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        sub = {"dpspin_sql.queries": "queries", "dpspin_sql.udfs": "udfs"}.get(name)
+        if sub is None:
+            return None
+        d = os.path.join(root, sub)
+        return importlib.util.spec_from_file_location(name, os.path.join(d, "__init__.py"),
+                                                      submodule_search_locations=[d])
+sys.meta_path.insert(0, Finder())
+from dpspin_sql.cli import run
+sys.exit(run(sys.argv[2:]))
+"""
 
 
 def measured(argv: list[str], env: dict | None = None) -> tuple[float, int]:
