@@ -103,10 +103,13 @@ def dpspin(checkout: Path, work: Path, files: dict[str, Path], fmt: str, label: 
              ["load", "--db", str(db), "--input", str(files[f"records.{fmt}"]), "--user-col", "user_id"],
              ["atoms", "load", "--db", str(db), "--input", str(files["taxonomy"])],
              ["assignments", "load", "--db", str(db), "--input", str(files[f"assignments.{fmt}"])]]
-    wall, rss = 0.0, 0
+    wall, rss, each = 0.0, 0, []
     for argv in steps:
         took, peak = measured([sys.executable, "-c", CLI, str(checkout), *argv], env)
         wall, rss = wall + took, max(rss, peak)
+        each.append(f"{argv[0] if argv[0] in ('init', 'load') else argv[0] + ' ' + argv[1]} {took:.2f} s "
+                    f"{peak / 1024:.0f} MB")
+    print(f"  {label} {fmt}: " + "; ".join(each), file=sys.stderr, flush=True)
     return wall, rss, db
 
 

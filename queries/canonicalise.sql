@@ -13,6 +13,8 @@
 -- the vector's order (an ordered aggregate, `list(... ORDER BY ...)`, sorted every group
 -- apart and took 4 of the statement's 9 CPU-seconds at 10^6 records). An atom named
 -- twice is a packed list whose atoms are not distinct (the CHECK on records.atom_ids).
+-- `n_rows` (every staged row of the record) tells the loader when no row is left for
+-- `assignments` (insert_assignments.sql is skipped then: it would read the file for nothing).
 CREATE OR REPLACE TEMP TABLE staged_vectors AS
 WITH rows AS (
     SELECT CAST(s.record_id AS VARCHAR) AS record_id, CAST(s.atom_id AS INTEGER) AS atom_id,
@@ -24,18 +26,19 @@ per_record AS (
     SELECT record_id,
            list_sort(list(($scale - w) * 4294967296 + (CAST(atom_id AS BIGINT) + 2147483648))
                      FILTER (WHERE known AND w > 0)) AS packed,
-           COALESCE(SUM(w) FILTER (WHERE known AND w > 0), 0) AS total
+           COALESCE(SUM(w) FILTER (WHERE known AND w > 0), 0) AS total,
+           count(*) AS n_rows
     FROM rows
     WHERE record_id IS NOT NULL
     GROUP BY record_id
 ),
 unpacked AS (
-    SELECT record_id, total,
+    SELECT record_id, total, n_rows,
            list_transform(packed, lambda k: CAST(k % 4294967296 - 2147483648 AS INTEGER)) AS atom_ids,
            list_transform(packed, lambda k: CAST($scale - k // 4294967296 AS INTEGER)) AS masses
     FROM per_record
 )
-SELECT p.record_id, p.atom_ids, p.masses
+SELECT p.record_id, p.atom_ids, p.masses, p.n_rows
 FROM unpacked AS p
 JOIN records AS t ON t.record_id = p.record_id
 WHERE COALESCE(len(list_distinct(p.atom_ids)) = len(p.atom_ids), TRUE) AND p.total <= $scale
