@@ -41,12 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import opendp.mod as _opendp_mod
-
-import dpspin_sql.opendp_lite as dp
+import dpspin_sql.opendp_lite as dp  # OpenDP is loaded on first use, with "contrib" enabled
 from dpspin_sql.errors import BadInput
-
-dp.enable_features("contrib")
 
 BASIC = "basic"
 ZCDP = "zcdp"
@@ -172,7 +168,9 @@ def _user_measurement(measure, value: float):
         raise RuntimeError("an accounting carrier is never invoked")
 
     with _FEATURES:   # user-defined OpenDP objects, here only: the flag is restored after
-        had = "honest-but-curious" in _opendp_mod.GLOBAL_FEATURES
+        import opendp.mod  # the live flag set (dp.enable_features below loads the rest, contrib on)
+
+        had = "honest-but-curious" in opendp.mod.GLOBAL_FEATURES
         dp.enable_features("honest-but-curious")
         try:
             return dp.m.make_user_measurement(dp.vector_domain(dp.atom_domain(T=bool)), dp.symmetric_distance(),

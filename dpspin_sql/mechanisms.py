@@ -21,8 +21,6 @@ import dpspin_sql.opendp_lite as dp
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import SCALE, ReleaseRequest
 
-dp.enable_features("contrib")
-
 
 @dataclass(frozen=True)
 class MeasurementPart:

@@ -420,7 +420,6 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
     matches a text column: it is read as labels when one of its values is a label of the
     dictionary that is not an integer; then a row whose value is no label of the
     dictionary is dropped (not loaded) and counted in one line."""
-    from dpspin_sql.request import SCALE
 
     tf = tabular.table_file(path, fmt, delimiter=delimiter)
     got = tabular.read(con, tf)
@@ -440,20 +439,18 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
                                                                     ASSIGNMENT_FILE_COLUMNS)])
     con.register("assignment_raw", mapped)
     try:
-        labels = _atom_labels(con, path, tf)
-        con.register("assignment_file", mapped if labels is None else labels[0])
-        if labels is not None:
-            dropped = labels[1]
-            if dropped:
-                notes.append(f"dropped {dropped} row(s) whose atom label is not in the store's dictionary "
-                             f"(the atom column {atom_col!r} holds labels)")
-        try:
-            facts = only_row(con.execute(queries.load("assignments_file_facts"),
-                                         {"scale": SCALE, "lo": INT32[0], "hi": INT32[1]}))
-        except duckdb.Error as exc:
-            raise BadInput(f"cannot load assignments from {path}: {tabular.read_error(Path(path), tf.format, exc)}") \
-                from None
-        n_rows, not_integer, out_of_range, not_number, unknown_atom, unknown_record, not_positive, tiny = facts
+        con.register("assignment_file", mapped)
+        facts = _file_facts(con, path, tf)
+        if facts[-1]:   # the atom column holds labels: the facts of the rows with their labels' ids
+            labels = _atom_labels(con, path, tf)
+            if labels is not None:
+                con.register("assignment_file", labels[0])
+                dropped = labels[1]
+                if dropped:
+                    notes.append(f"dropped {dropped} row(s) whose atom label is not in the store's dictionary "
+                                 f"(the atom column {atom_col!r} holds labels)")
+                facts = _file_facts(con, path, tf)
+        n_rows, not_integer, out_of_range, not_number, unknown_atom, unknown_record, not_positive, tiny, _ = facts
         tabular.require_rows(n_rows, tf, "assignment rows")
         if not_integer:
             raise BadInput(f"{path}: {not_integer} row(s) have an atom_id that is not an integer (column "
@@ -478,7 +475,7 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
                 con.execute(queries.load("clear_assignments"))
                 clear_vectors(con)
             try:
-                write_assignments(con)
+                write_assignments(con, n_rows)
             except duckdb.Error as exc:
                 raise bad_input(exc, f"cannot load assignments from {path}") from None
             mark_step(con, "assignments")
@@ -490,6 +487,18 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
 
 
 ASSIGNMENT_FILE_COLUMNS = ("record_id", "atom_id", "weight")
+
+
+def _file_facts(con: duckdb.DuckDBPyConnection, path: str | Path, tf: tabular.TableFile) -> tuple:
+    """queries/assignments_file_facts.sql over the registered `assignment_file` (one pass)."""
+    from dpspin_sql.request import SCALE
+
+    try:
+        return only_row(con.execute(queries.load("assignments_file_facts"),
+                                    {"scale": SCALE, "lo": INT32[0], "hi": INT32[1]}))
+    except duckdb.Error as exc:
+        raise BadInput(f"cannot load assignments from {path}: {tabular.read_error(Path(path), tf.format, exc)}") \
+            from None
 
 
 def _atom_labels(con: duckdb.DuckDBPyConnection, path: str | Path,
@@ -515,16 +524,19 @@ def _atom_labels(con: duckdb.DuckDBPyConnection, path: str | Path,
 
 
 
-def write_assignments(con: duckdb.DuckDBPyConnection) -> None:
+def write_assignments(con: duckdb.DuckDBPyConnection, n_rows: int | None = None) -> None:
     """Store the registered `staging_assignments` (record_id, atom_id, weight) rows: as
     canonical vectors in `records` for the records whose rows are already canonical
-    (queries/canonicalise.sql), as given in `assignments` for the rest. Inside the
-    caller's transaction."""
+    (queries/canonicalise.sql), as given in `assignments` for the rest. `n_rows`, the
+    number of staged rows when the caller counted them, lets the rows be read only once
+    when every one of them is a canonical record's. Inside the caller's transaction."""
     from dpspin_sql.request import SCALE
 
     con.execute(queries.load("canonicalise"), {"scale": SCALE})
+    covered = only_row(con.execute("SELECT COALESCE(sum(n_rows), 0) FROM staged_vectors"))[0]
     store_vectors(con)
-    con.execute(queries.load("insert_assignments"))
+    con.execute(queries.load("insert_assignments"), {"any_raw": n_rows is None or covered != n_rows})
+    con.execute("DROP TABLE staged_vectors")
 
 
 def store_vectors(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> None:

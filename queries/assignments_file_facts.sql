@@ -4,10 +4,14 @@
 -- outside the store's 32-bit range ($lo..$hi), weights that are not numbers. Counted (kept as
 -- given; the sketch never counts them), each row once, in this order: an atom not in the
 -- dictionary, a record not in the store, a weight that is not a positive finite number, a
--- weight that fixes to 0 at the resolution 1/$scale.
+-- weight that fixes to 0 at the resolution 1/$scale. Last, how many atom values are labels of
+-- the dictionary that are not numbers (store._atom_labels reads the file as labels then; this
+-- count here spares a pass over the file when it holds ids).
 WITH s AS (
     SELECT CAST(record_id AS VARCHAR) AS record_id,
            TRY_CAST(atom_id AS DOUBLE) AS atom, atom_id IS NULL AS atom_missing,
+           TRY_CAST(CAST(atom_id AS VARCHAR) AS DOUBLE) IS NULL
+               AND CAST(atom_id AS VARCHAR) IN (SELECT label FROM atoms) AS is_label,
            TRY_CAST(weight AS DOUBLE) AS w, weight IS NULL AS w_missing
     FROM assignment_file
 ),
@@ -35,5 +39,6 @@ SELECT count(*),
        count(*) FILTER (WHERE NOT unknown_atom AND unknown_record),
        count(*) FILTER (WHERE NOT unknown_atom AND NOT unknown_record AND not_positive),
        count(*) FILTER (WHERE NOT unknown_atom AND NOT unknown_record AND NOT not_positive
-                        AND floor(least(w, 1.0) * $scale) = 0)
+                        AND floor(least(w, 1.0) * $scale) = 0),
+       count(*) FILTER (WHERE is_label)
 FROM k;
