@@ -442,14 +442,12 @@ def load_assignment_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fm
         con.register("assignment_file", mapped)
         facts = _file_facts(con, path, tf)
         if facts[-1]:   # the atom column holds labels: the facts of the rows with their labels' ids
-            labels = _atom_labels(con, path, tf)
-            if labels is not None:
-                con.register("assignment_file", labels[0])
-                dropped = labels[1]
-                if dropped:
-                    notes.append(f"dropped {dropped} row(s) whose atom label is not in the store's dictionary "
-                                 f"(the atom column {atom_col!r} holds labels)")
-                facts = _file_facts(con, path, tf)
+            relation, dropped = _atom_labels(con, path, tf, facts[0])
+            con.register("assignment_file", relation)
+            if dropped:
+                notes.append(f"dropped {dropped} row(s) whose atom label is not in the store's dictionary "
+                             f"(the atom column {atom_col!r} holds labels)")
+            facts = _file_facts(con, path, tf)
         n_rows, not_integer, out_of_range, not_number, unknown_atom, unknown_record, not_positive, tiny, _ = facts
         tabular.require_rows(n_rows, tf, "assignment rows")
         if not_integer:
@@ -501,25 +499,19 @@ def _file_facts(con: duckdb.DuckDBPyConnection, path: str | Path, tf: tabular.Ta
             from None
 
 
-def _atom_labels(con: duckdb.DuckDBPyConnection, path: str | Path,
-                 tf: tabular.TableFile) -> tuple[duckdb.DuckDBPyRelation, int] | None:
-    """When the registered `assignment_raw`'s atom column holds dictionary labels: the rows
-    with the label's atom id in its place (labels of no atom left out) and how many were
-    left out; None when it holds ids."""
+def _atom_labels(con: duckdb.DuckDBPyConnection, path: str | Path, tf: tabular.TableFile,
+                 n_rows: int) -> tuple[duckdb.DuckDBPyRelation, int]:
+    """The registered `assignment_raw` (`n_rows` rows) whose atom column holds dictionary
+    labels (queries/assignments_file_facts.sql counted them): the rows with the label's atom
+    id in its place (labels of no atom left out) and how many were left out."""
+    join = ("FROM assignment_raw f JOIN (SELECT label, min(atom_id) AS atom_id FROM atoms GROUP BY label) d "
+            "ON CAST(f.atom_id AS VARCHAR) = d.label")
     try:
-        (n_labels,), = con.execute(
-            "SELECT count(*) FROM assignment_raw WHERE TRY_CAST(CAST(atom_id AS VARCHAR) AS DOUBLE) IS NULL "
-            "AND CAST(atom_id AS VARCHAR) IN (SELECT label FROM atoms)").fetchall()
-        if not n_labels:
-            return None
-        join = ("FROM assignment_raw f JOIN (SELECT label, min(atom_id) AS atom_id FROM atoms GROUP BY label) d "
-                "ON CAST(f.atom_id AS VARCHAR) = d.label")
         (n_kept,), = con.execute(f"SELECT count(*) {join}").fetchall()
-        (total,), = con.execute("SELECT count(*) FROM assignment_raw").fetchall()
     except duckdb.Error as exc:
         raise BadInput(f"cannot load assignments from {path}: {tabular.read_error(Path(path), tf.format, exc)}") \
             from None
-    return con.sql(f"SELECT f.record_id, d.atom_id, f.weight {join}"), total - n_kept
+    return con.sql(f"SELECT f.record_id, d.atom_id, f.weight {join}"), n_rows - n_kept
 
 
 

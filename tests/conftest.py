@@ -256,13 +256,13 @@ def heaviest_modules_first(items, measured: dict[str, float]) -> None:
     fixtures are built once), hand out the modules with the most stored seconds first, so that
     no long module starts last and runs alone. Each module's own order is kept; every worker
     computes the same order from the same file, as xdist requires."""
+    def module_of(item) -> str:
+        return item.nodeid.partition("::")[0]
+
     cost: dict[str, float] = defaultdict(float)
-    first: dict[str, int] = {}
-    for i, item in enumerate(items):
-        f = item.nodeid.split("::", 1)[0]
-        cost[f] += measured.get(item.nodeid, 0.0)
-        first.setdefault(f, i)
-    items.sort(key=lambda it: (-cost[it.nodeid.split("::", 1)[0]], first[it.nodeid.split("::", 1)[0]]))
+    for item in items:
+        cost[module_of(item)] += measured.get(item.nodeid, 0.0)
+    items.sort(key=lambda it: -cost[module_of(it)])   # stable: modules stay whole, in their own order
 
 
 def _report(config, items, kind, measured) -> None:
