@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpspin_sql.chart_labels import chart_lines
+
 __all__ = ["CardData", "gather", "render", "write_card"]
 
 MECHANISM_WORDS = {
@@ -46,6 +48,7 @@ class CardData:
     budget: Any = None                       # ledger.BudgetStatus
     ledger_findings: list | None = None      # ledger.Finding; None when no store was read
     store_path: str | None = None
+    store_gone: bool = False                 # the store was temporary and no longer exists (the demo's)
     summary_path: str | None = None
     summary_text: str | None = None
     verdict: Any = None                      # verify.Verdict
@@ -184,6 +187,23 @@ def _pct(x: Any) -> str:
     return "–" if not isinstance(x, (int, float)) or isinstance(x, bool) else f"{x * 100:.1f}%"
 
 
+def _store_name(data: CardData) -> str:
+    """The store the ledger was read from, or that it was a temporary one now deleted."""
+    if data.store_gone:
+        return ("read from a temporary store that was deleted when the command ended "
+                "(<code>dpspin demo --db FILE</code> keeps it)")
+    return f"store {_file(data.store_path)}"
+
+
+def label_text(lines: list[str], x: float, mid: float, prefix: str = "") -> str:
+    """An SVG text of one or two lines (chart_labels.chart_lines), right-aligned at `x`, centred on `mid`."""
+    if len(lines) == 1:
+        return f'<text class="label" x="{x}" y="{mid + 4:.1f}" text-anchor="end">{e(prefix + lines[0])}</text>'
+    first = f'<tspan x="{x}" y="{mid - 3:.1f}">{e(prefix + lines[0])}</tspan>'
+    rest = "".join(f'<tspan x="{x}" dy="15"> {e(line)}</tspan>' for line in lines[1:])
+    return f'<text class="label" text-anchor="end">{first}{rest}</text>'
+
+
 def _file(path: str | None) -> str:
     """A file the card was made from: its name, the path as given in the tooltip."""
     if not path:
@@ -230,8 +250,10 @@ def chart_svg(plan: dict) -> str:
         hi = lo + 1.0
     step = _nice_step(hi - lo)
     lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    names = [a["label"] for a in atoms]
+    shown = [chart_lines(name, names) for name in names]
     label_w, plot_w, right = 240, 780, 40
-    row_h, top, bottom = 30, 16, 64
+    row_h, top, bottom = (38 if any(len(s) > 1 for s in shown) else 30), 16, 64
     width = label_w + plot_w + right
     height = top + row_h * len(atoms) + bottom
 
@@ -256,7 +278,6 @@ def chart_svg(plan: dict) -> str:
     for i, a in enumerate(atoms):
         y = top + i * row_h
         mid = y + row_h / 2
-        label = a["label"] if len(a["label"]) <= 32 else a["label"][:31] + "…"
         v = float(a["noisy_mass"])
         x0, x1 = sorted((x(0.0), x(v)))
         color = BIN_COLORS.get(a.get("bin"), "#999")
@@ -265,8 +286,7 @@ def chart_svg(plan: dict) -> str:
             tip += f', interval {_num(a["interval"][0])} to {_num(a["interval"][1])}'
         tip += f', bin {a.get("bin")}'
         parts.append(f'<g class="atom" data-rank="{int(a["rank"])}"><title>{e(tip)}</title>')
-        parts.append(f'<text class="label" x="{label_w - 8}" y="{mid + 4:.1f}" text-anchor="end">'
-                     f'{int(a["rank"])}. {e(label)}</text>')
+        parts.append(label_text(shown[i], label_w - 8, mid, prefix=f'{int(a["rank"])}. '))
         parts.append(f'<rect class="bar" x="{x0:.1f}" y="{y + 6}" width="{max(x1 - x0, 0.5):.1f}" '
                      f'height="{row_h - 12}" fill="{color}"/>')
         if a.get("interval"):
@@ -437,7 +457,7 @@ def _budget(data: CardData) -> str:
     st = data.budget
     ok = not data.ledger_findings
     out = [f'<p>{_badge(ok, "ledger verified: hash chain, every measurement’s privacy map and d_in" if ok else "ledger check failed")}'
-           f' <span class="muted">store {_file(data.store_path)}</span></p>']
+           f' <span class="muted">{_store_name(data)}</span></p>']
     if data.ledger_findings:
         out.append('<ul class="findings">' + "".join(f"<li>{e(f.line())}</li>" for f in data.ledger_findings) + "</ul>")
     if st is None:
@@ -552,7 +572,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 5px 8px; text-align: lef
 thead th { background: var(--panel); font-weight: 600; white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.desc { color: var(--muted); }
-td.label { font-weight: 600; overflow-wrap: anywhere; }
+td.label { font-weight: 600; overflow-wrap: break-word; min-width: 9em; }
 tr.this td { background: #eef5fc; }
 table.kv th { width: 230px; font-weight: 600; background: none; white-space: normal; }
 code { font: 13px/1.3 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }

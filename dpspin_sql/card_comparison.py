@@ -12,7 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpspin_sql.card import CSS, _badge, _file, _g, _nice_step, _num, _rows, e
+from dpspin_sql.card import CSS, _badge, _file, _g, _nice_step, _num, _rows, e, label_text
+from dpspin_sql.chart_labels import chart_lines
 
 __all__ = ["render_comparison", "write_comparison_card"]
 
@@ -130,7 +131,9 @@ def chart_svg(c: dict) -> str:
         hi = lo + 1.0
     step = _nice_step(hi - lo)
     lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
-    label_w, plot_w, right, row_h, top, bottom = 240, 780, 40, 28, 16, 48
+    shown = [chart_lines(label, [r[0] for r in rows]) for label, _, _ in rows]
+    label_w, plot_w, right, top, bottom = 240, 780, 40, 16, 48
+    row_h = 38 if any(len(s) > 1 for s in shown) else 28
     width, height = label_w + plot_w + right, top + row_h * len(rows) + bottom
 
     def x(v: float) -> float:
@@ -150,13 +153,12 @@ def chart_svg(c: dict) -> str:
         t += step
     for i, (label, d, iv) in enumerate(rows):
         mid = top + i * row_h + row_h / 2
-        short = label if len(label) <= 32 else label[:31] + "…"
         il = x(iv[0]) if iv[0] is not None else x(lo)
         ih = x(iv[1]) if iv[1] is not None else x(hi)
         open_ = iv[0] is None or iv[1] is None
         tip = f"{label}: difference {_num(d) if d is not None else '(one side only)'}, interval {_iv(iv)}"
         parts.append(f'<g class="atom"><title>{e(tip)}</title>'
-                     f'<text class="label" x="{label_w - 8}" y="{mid + 4:.1f}" text-anchor="end">{e(short)}</text>'
+                     + label_text(shown[i], label_w - 8, mid) +
                      f'<g class="errorbar{" open" if open_ else ""}"><line x1="{il:.1f}" y1="{mid}" x2="{ih:.1f}" '
                      f'y2="{mid}"/></g>')
         if d is not None:

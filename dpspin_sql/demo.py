@@ -5,8 +5,9 @@ release's noise still comes from OpenDP). A few hundred users, a heavy tail of u
 many tickets, a public taxonomy of 30 atoms. Users are split into an auxiliary and a
 target side, a scorer is fitted on the auxiliary side, and a user-level Gaussian plan is
 released, verbalized by the template decoder, checked by the verifier and printed with
-the budget left. It ends by writing a release card (`dpspin card`): beside the store when
-one is given, else in a new temporary directory that is kept, and says where.
+the budget left. It ends by writing a release card (`dpspin card`). Without `--db` the store is
+temporary and deleted at the end; the plan, summary and card are kept in a new temporary directory (the card
+at `--card` when given) and the card says the store is gone.
 """
 from __future__ import annotations
 
@@ -90,9 +91,12 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
 
     console = console or Console()
     tmp = None
-    if db is None:
-        tmp = tempfile.TemporaryDirectory(prefix="dpspin-demo-")
+    if db is None:   # the store is temporary; the plan, summary and card are kept in a directory of their own
+        tmp = tempfile.TemporaryDirectory(prefix="dpspin-demo-store-")
         db = Path(tmp.name) / "demo.duckdb"
+        outputs = Path(tempfile.mkdtemp(prefix="dpspin-demo-"))
+    else:
+        outputs = Path(db).parent
     try:
         if Path(db).exists():
             from dpspin_sql.errors import BadInput
@@ -115,7 +119,7 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
                       f"on held-out auxiliary records {fid.get('precision', 0):.0%} of its mass comes from tickets "
                       f"that name the atom's words and it finds {fid.get('recall', 0):.0%} of them", highlight=False)
         request = ReleaseRequest(mechanism="gaussian", epsilon=epsilon, delta=1e-6, unit="user", B=1.0, K=3, L=10)
-        out = Path(db).with_name("private_plan.json")
+        out = outputs / "private_plan.json"
         summary_path, attempts_path = out.with_name("summary.txt"), out.with_name("verifier_attempts.json")
         for stale in (out, out.with_name("private_plan.dictionary.json"), summary_path, attempts_path):
             stale.unlink(missing_ok=True)   # the demo's own previous outputs
@@ -133,10 +137,10 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
         st = ledger.status(con)
         console.print(f"budget left: ε={st.epsilon_remaining:.4g} of {epsilon_total:g}, "
                       f"δ={st.delta_remaining:.3g} of {st.delta_total:g}")
-        if tmp is None:
-            console.print(f"store {db}; plan {out}")
+        where = f"store {db}" if tmp is None else "the store was temporary (dpspin demo --db FILE keeps it)"
+        console.print(f"{where}; plan {out}; summary {summary_path}", highlight=False)
         con.close()
-        card_path = _write_card(db, out, summary_path, attempts_path, card, keep_beside=tmp is None)
+        card_path = _write_card(db, out, summary_path, attempts_path, card, store_kept=tmp is None)
         console.print(f"release card (open it in a browser): {card_path}", highlight=False)
         return plan
     finally:
@@ -145,13 +149,15 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
 
 
 def _write_card(db: Path, plan_path: Path, summary_path: Path, attempts_path: Path, card: Path | None,
-                keep_beside: bool) -> Path:
-    """The demo release's card, with the ledger history, the summary and its attempts."""
+                store_kept: bool) -> Path:
+    """The demo release's card (default: beside the plan), with the ledger history, the
+    summary and its attempts."""
     from dpspin_sql.card import gather, write_card
     from dpspin_sql.outputs import Outputs
 
     if card is None:
-        card = (Path(db).with_name("release_card.html") if keep_beside
-                else Path(tempfile.mkdtemp(prefix="dpspin-demo-card-")) / "release_card.html")
+        card = plan_path.with_name("release_card.html")
     Outputs(inputs=[plan_path, summary_path, attempts_path], store=db).add(card, "--card")
-    return write_card(gather(plan_path, db=db, summary=summary_path, attempts=attempts_path), card)
+    data = gather(plan_path, db=db, summary=summary_path, attempts=attempts_path)
+    data.store_gone = not store_kept   # the temporary store is deleted when the demo returns
+    return write_card(data, card)

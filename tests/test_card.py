@@ -195,9 +195,26 @@ def test_demo_writes_a_card(tmp_path, capsys):
     assert "accepted by the verifier" in page.by_id["summary"] and "ledger verified" in page.by_id["budget"]
 
 
+@pytest.mark.slow
+def test_a_demo_without_a_store_names_only_what_exists(capsys):
+    """Without --db the demo's store is temporary and deleted: the card says so and names no
+    store file; the plan, summary and card it names are there afterwards."""
+    import re
+
+    rc, stdout, err = cli(capsys, "demo")
+    assert rc == 0, err
+    card_path = Path(re.search(r"release card \(open it in a browser\): (\S+)", stdout).group(1))
+    plan_path = Path(re.search(r"plan (\S+);", stdout).group(1))
+    assert card_path.exists() and plan_path.exists() and plan_path.with_name("summary.txt").exists()
+    page = Page(card_path.read_text(encoding="utf-8"))
+    assert "demo.duckdb" not in page.by_id["budget"] and "temporary store that was deleted" in page.by_id["budget"]
+    assert "ledger verified" in page.by_id["budget"]
+    assert not list(Path(card_path.parent).glob("*.duckdb"))
+    shutil.rmtree(card_path.parent)
+
+
 def test_docs_screenshot_is_kept():
-    """docs/card.png is the demo's card as Chromium draws it (tests/test_card_browser.py
-    rewrites it with DPSPIN_UPDATE_CARD_SCREENSHOT=1)."""
+    """docs/card.png is the demo's card as Chromium draws it (bench/card_png.py rewrites it)."""
     head = (Path(__file__).resolve().parents[1] / "docs" / "card.png").read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24])[0] >= 1000
 

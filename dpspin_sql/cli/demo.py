@@ -15,7 +15,8 @@ app = typer.Typer()
 def demo(db: Optional[Path] = typer.Option(None, "--db", help="Keep the demo store here (default: a temporary file)."),
          seed: int = typer.Option(7, help="Seed of the synthetic corpus (not of the noise)."),
          card: Optional[Path] = typer.Option(None, "--card", help="Write the release card here (default: beside "
-                                                                  "--db, else a new temporary directory).")) -> None:
+                                                                  "the plan: beside --db, else in a new "
+                                                                  "temporary directory that is kept).")) -> None:
     """Make a synthetic corpus, release a user-level plan, print it and write its release card (no key, no network)."""
     from dpspin_sql import demo as demo_mod
 
