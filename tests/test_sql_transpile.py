@@ -47,6 +47,17 @@ def test_golden_cases_exist():
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("case", CASES)
+def test_no_filter_is_emitted_twice(case: str, dialect: str):
+    """A statement's term that the sketch query already holds (split = 'target'), or that the
+    statement repeats, is ANDed in once."""
+    tree = sqlglot.parse_one((GOLDEN / f"{case}.{dialect}.sql").read_text(encoding="utf-8"), read=dialect)
+    for where in tree.find_all(exp.Where):
+        terms = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+        assert len({t.sql(dialect) for t in terms}) == len(terms), where.sql(dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_nothing_engine_specific_leaks(dialect: str):
     sql = emit_sketch((GOLDEN / "example_user.input.sql").read_text(), dialect)
     for word in ("DPSPIN_FIX", "DPSPIN_CLIP", "DPSPIN_MASS", "$K", "$scale", "$bound"):

@@ -95,16 +95,38 @@ def rewrite(unit: str, filters: SketchFilters | None = None, dialect: str = BASE
     if source is not None and not source.store:
         tree = bind_source(tree, unit, source)
     if filters is not None and filters.records is not None:
-        target = cte(tree, "target")
-        target.where(total_form(filters.records, dialect, filters.names), append=True, copy=False)
+        _and_where(cte(tree, "target"), total_form(filters.records, dialect, filters.names))
     if filters is not None and filters.assignments is not None:
         cleaned = cte(tree, "cleaned")
         alias = cleaned.args["from_"].this.alias_or_name
         term = total_form(filters.assignments, dialect, filters.names)
         for column in term.find_all(exp.Column):
             column.set("table", exp.to_identifier(alias))
-        cleaned.where(term, append=True, copy=False)
+        _and_where(cleaned, term)
     return tree
+
+
+def _and_where(select: exp.Select, term: exp.Expr) -> None:
+    """AND `term`'s conjuncts into `select`'s WHERE, leaving out those it already holds (the
+    statement's `split = 'target'` beside the query's own): x AND x is x, NULL included."""
+    where = select.args.get("where")
+    held = list(_conjuncts(where.this)) if where is not None else []
+    new: list[exp.Expr] = []
+    for part in _conjuncts(term):
+        if not any(part == h for h in held + new):
+            new.append(part)
+    if new:
+        select.where(exp.and_(*new, copy=False) if len(new) > 1 else new[0], append=True, copy=False)
+
+
+def _conjuncts(node: exp.Expr):
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.left)
+        yield from _conjuncts(node.right)
+    else:
+        yield node
 
 
 def bind_source(tree: exp.Select, unit: str, source) -> exp.Select:

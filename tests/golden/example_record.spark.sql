@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM records
   WHERE
-    split = 'target' AND split = 'target'
+    split = 'target'
 ), cleaned AS (
   SELECT
     t.record_id,

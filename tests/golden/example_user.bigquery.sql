@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM records
   WHERE
-    split = 'target' AND split = 'target'
+    split = 'target'
 ), cleaned AS (
   SELECT
     t.record_id,
