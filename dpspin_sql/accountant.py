@@ -404,7 +404,7 @@ def refusal(before: Composition, after: Composition, candidate: Release, dataset
         return (f"refused: this release costs (ε={candidate.epsilon:.6g}, δ={candidate.delta:.3g}) but dataset "
                 f"{dataset!r} has only (ε={max(before.epsilon_total - before.basic_epsilon, 0):.6g}, "
                 f"δ={max(before.delta_total - before.basic_delta, 0):.3g}) left of "
-                f"(ε={before.epsilon_total:g}, δ={before.delta_total:g}); no plan was written")
+                f"(ε={before.epsilon_total:g}, δ={before.delta_total:g}); no plan was written{WAY_OUT}")
     rho = candidate.rho
     z = (f"zCDP would reach ρ={after.rho:.6g} of {after.rho_limit:.6g} (ε={after.zcdp_epsilon:.6g} at "
          f"δ={after.zcdp_delta:.3g})" if after.rho is not None and after.zcdp_epsilon is not None
@@ -413,4 +413,7 @@ def refusal(before: Composition, after: Composition, candidate: Release, dataset
             + (f", ρ={rho:.6g}" if rho is not None else "") + f") does not fit dataset {dataset!r}'s budget "
             f"(ε={after.epsilon_total:g}, δ={after.delta_total:g}) under the zcdp accountant: {z}, and basic "
             f"composition Σε={after.basic_epsilon:.6g}, Σδ={after.basic_delta:.3g} of (ε={after.epsilon_total:g}, "
-            f"δ={after.basic_delta_limit:.3g}); no plan was written")
+            f"δ={after.basic_delta_limit:.3g}); no plan was written{WAY_OUT}")
+
+
+WAY_OUT = ", nothing was charged: ask for a smaller epsilon (dpspin budget shows what is left)"

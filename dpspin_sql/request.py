@@ -352,7 +352,7 @@ class ReleaseRequest:
             if self.L > m * self.segments.S:
                 raise RequestError("L", self.L, f"exceeds the {m * self.segments.S} (segment, atom) pairs")
         elif self.L > m:
-            raise RequestError("L", self.L, f"exceeds the number of atoms m={m}")
+            raise RequestError("L", self.L, f"exceeds the number of atoms m={m}; ask for at most {m}")
 
     @property
     def n_segments(self) -> int:

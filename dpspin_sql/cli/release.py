@@ -151,9 +151,11 @@ def release(db: Path = DB,
     stray = [name for name, value in two_phase.items() if value is not None]
     if stray:
         raise BadInput(f"{stray[0]} goes with --from-sketch (a warehouse-computed sketch)")
-    for name in ("--mechanism", "--epsilon", "--unit"):
-        if flags[name] is None:
-            raise BadInput(f"missing option {name} (or release a warehouse sketch with --from-sketch)")
+    missing = [name for name in ("--mechanism", "--epsilon", "--unit") if flags[name] is None]
+    if missing:
+        raise BadInput(f"missing option{'s' if len(missing) > 1 else ''} {', '.join(missing)}: for example "
+                       f"dpspin release --db {db or 'STORE'} --mechanism gaussian --epsilon 1 --delta 1e-6 "
+                       "--unit user -B 1 --out plan.json (or release a warehouse sketch with --from-sketch)")
     from dpspin_sql.release import release as run_release
     from dpspin_sql.request import ReleaseRequest
 

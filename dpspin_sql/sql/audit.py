@@ -94,6 +94,11 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
     try:
         statement = parse(sql)
     except MoreThanOneStatement as many:
+        if any(isinstance(st, exp.Create) for st in many.statements):
+            refuse(f"more than one statement (found {len(many.statements)}): CREATE TABLE declarations describe a "
+                   "warehouse's tables for --emit-sketch (docs/WAREHOUSE.md); to run the statement here, leave "
+                   "them out (it reads the tables of --db and files), or print its sketch with --emit-sketch "
+                   "--dialect D", next(st for st in many.statements if isinstance(st, exp.Create)))
         refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
                many.statements[1])
     return audit(statement, con, user_catalog=user_catalog, files_root=files_root, public=public)
@@ -159,13 +164,15 @@ def _check_root(statement: exp.Expr, with_allowed: bool = False) -> exp.Select:
     if not isinstance(hint, DifferentialPrivacy):
         if hint is not None:
             refuse("query hints are not allowed", hint)
-        refuse("the statement has no WITH DIFFERENTIAL_PRIVACY OPTIONS (...) clause after SELECT", statement)
+        refuse("the statement has no WITH DIFFERENTIAL_PRIVACY OPTIONS (...) clause after SELECT; write "
+               "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, mechanism = 'laplace') atom_id, "
+               "DPSPIN_MASS(weight) FROM assignments GROUP BY atom_id (docs/SQL.md)", statement)
     for key, value in statement.args.items():
         if key in _ALLOWED_SELECT_ARGS or not value or (key == "with_" and with_allowed):
             continue
         clause = _CLAUSE_NAMES.get(key, key.upper())
         if key in _EXPOSING:
-            why = (f"{clause} exposes something other than the released plan "
+            why = (f"{clause} exposes something other than the released plan; leave it out "
                    "(the plan's atoms, order and length are set by the mechanism and the option top)")
         else:
             why = f"{clause} is not allowed in a DP statement"
@@ -308,7 +315,8 @@ def _check_group(select: exp.Select, scope, own: bool):
     group = select.args.get("group")
     what = "the atom column" if own else "atom_id"
     if group is None:
-        refuse("GROUP BY <atom column> is required" if own else "GROUP BY atom_id is required", select)
+        refuse("GROUP BY <atom column> is required: end the statement with GROUP BY the column that names the atom"
+               if own else "GROUP BY atom_id is required: end the statement with GROUP BY atom_id", select)
     for key, value in group.args.items():
         if key != "expressions" and value:
             refuse(f"GROUP BY {key.upper()} is not allowed; GROUP BY {what} only", group)

@@ -85,7 +85,8 @@ def _value(spec: Option, value: exp.Expr, prop: exp.Expr):
             refuse(f"option {spec.name} must be one of {', '.join(spec.choices)}", prop)
         lookup = {c.lower(): c for c in spec.choices}
         if text.lower() not in lookup:
-            refuse(f"option {spec.name} = {text!r} is not one of {', '.join(spec.choices)}", prop)
+            refuse(f"option {spec.name} = {text!r} is not one of {', '.join(spec.choices)}"
+                   + names.suggestion(text, spec.choices), prop)
         return lookup[text.lower()]
     # column: the audit resolves it against the statement's tables
     if not isinstance(value, exp.Column) or not isinstance(value.this, exp.Identifier):
@@ -113,7 +114,14 @@ def _number(value: exp.Expr) -> int | float | None:
 def _check_required(opts: DPOptions) -> None:
     for required in ("epsilon", "mechanism"):
         if required not in opts.values:
-            refuse(f"option {required} is required in WITH DIFFERENTIAL_PRIVACY OPTIONS (...)", None)
+            refuse(f"option {required} is required in WITH DIFFERENTIAL_PRIVACY OPTIONS (...): add "
+                   + _REQUIRED_EXAMPLE[required], None)
+
+
+_REQUIRED_EXAMPLE = {
+    "epsilon": "epsilon = 1 (the privacy cost the release is charged)",
+    "mechanism": "mechanism = 'laplace' (pure ε), 'gaussian' (with delta) or 'private_topL'",
+}
 
 
 # request field -> the option that sets it (for pointing a request error back at the statement)

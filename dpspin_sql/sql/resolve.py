@@ -395,7 +395,9 @@ class Resolver:
                    "of the store, or tables of your own", item)
         found = cat.find(c, sch, name)
         if found is None:
-            refuse(f"{where}: there is no table or view {'.'.join((c, sch, name))!r}", item)
+            refuse(f"{where}: there is no table or view {'.'.join((c, sch, name))!r}; a statement reads the "
+                   "store's assignments and records, tables and views of --db's database, or files through "
+                   "read_parquet('FILE') / read_csv('FILE')", item)
         if not found.is_view:
             columns = {cn.lower(): (cn, t) for cn, t in cat.columns(found)}
             public = cat.is_public(found)

@@ -565,7 +565,8 @@ class _Scope:
         derived = self.x.relation(item, ctx)
         alias = (item.alias_or_name if isinstance(item, (exp.Table, exp.Subquery)) else "") or f"_{len(self.sources)}"
         if any(s.alias == alias.lower() for s in self.sources):
-            self.x.refuse(ctx, f"the name {alias!r} names two relations", item)
+            self.x.refuse(ctx, f"the name {alias!r} names two relations; give each its own alias "
+                               f"(... AS a JOIN ... AS b)", item)
         src = _Source(alias.lower(), f"s{len(self.sources)}", derived, join)
         if join is not None:
             self._join(src, join, nested)

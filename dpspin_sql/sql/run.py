@@ -55,7 +55,10 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
                                  pg_dsn=pg_dsn)
         elif engine != "duckdb":
-            raise BadInput(f"a statement over your own tables or files runs on the duckdb engine, not {engine}")
+            raise BadInput(f"a statement over your own tables or files runs on the duckdb engine, not {engine}: "
+                           f"drop --engine {engine} to run it here, or for your warehouse print its sketch with "
+                           f"--emit-sketch --dialect {engine} and release the result with dpspin release "
+                           f"--from-sketch (docs/WAREHOUSE.md)")
         else:
             from dpspin_sql.sql.own import OwnEngine
 
