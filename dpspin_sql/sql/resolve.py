@@ -474,7 +474,8 @@ class Scope:
         seen = set()
         for rel in rels:
             if rel.qualifier in seen:
-                refuse(f"the name {rel.qualifier!r} names two {noun}s", rel.node)
+                refuse(f"the name {rel.qualifier!r} names two {noun}s; give each its own alias "
+                       f"(... AS a JOIN ... AS b)", rel.node)
             seen.add(rel.qualifier)
 
     def resolve(self, column: exp.Column, where: str) -> tuple[Rel, str]:
