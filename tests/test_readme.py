@@ -201,3 +201,17 @@ def test_sql_doc_examples_run_as_written(tmp_path, monkeypatch, capsys):
     (tmp_path / "example.sql").write_text(example)
     rc = cli.run(["sql", "--db", "corpus.duckdb", "-f", "example.sql", "--out", "example_plan.json", "-q"])
     assert rc == 0, capsys.readouterr().err
+
+
+def test_the_install_size_is_measured_not_typed():
+    """README's install size is bench/install_size.py's sentence for its last measurement
+    (docs/install_size.json), and no size or build time is typed beside it."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import install_size
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    record = json.loads((REPO / "docs" / "install_size.json").read_text())
+    assert record["site_packages_mb"] > 100 and len(record["largest"]) == 5
+    assert install_size.readme_sentence(record) in README
+    assert not re.search(r"about \d+ MB|\d+[–-]\d+ minutes", README)
