@@ -485,3 +485,29 @@ def test_the_zcdp_path_converts_at_half_the_delta():
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     assert indep.epsilon_cks(Fraction(lo), Fraction(D) / 2) <= Decimal(E) + Decimal("1e-9")
     assert indep.epsilon_cks(Fraction(lo * 1.001), Fraction(D) / 2) > Decimal(E)
+
+
+# ------------------------------------------------------------------ guards (the fast loop)
+
+def _gaussian(rho: float, epsilon: float = 0.5, delta: float = 1e-7) -> accountant.Release:
+    return accountant.Release(epsilon, delta, (accountant.Part("gaussian", epsilon, delta, rho, False),))
+
+
+@pytest.mark.guard
+def test_zcdp_composes_the_sum_of_the_parts_rho():
+    """Three releases of ρ = 0.01, 0.02, 0.03: the composed ρ is their sum (OpenDP rounds up),
+    and a history whose largest ρ fits but whose sum does not is refused."""
+    comp = accountant.compose(accountant.ZCDP, 2.0, 1e-5, [_gaussian(0.01), _gaussian(0.02), _gaussian(0.03)])
+    assert 0.06 <= comp.rho <= 0.06 * (1 + 1e-9)
+    limit = accountant.rho_limit(2.0, 1e-5 * (1 - accountant.ZCDP_BASIC_SHARE))
+    over = accountant.compose(accountant.ZCDP, 2.0, 1e-5, [_gaussian(0.6 * limit), _gaussian(0.6 * limit)])
+    assert not over.fits_zcdp and over.rho > limit
+
+
+@pytest.mark.guard
+def test_a_store_of_delta_zero_admits_no_gaussian():
+    """At δ = 0 no ρ converts to a finite ε: the ρ limit is 0 and a Gaussian release (which is
+    not pure ε-DP) fits neither path."""
+    assert accountant.rho_limit(1.0, 0.0) == 0.0
+    comp = accountant.compose(accountant.ZCDP, 1.0, 0.0, [_gaussian(1e-4, epsilon=0.1)])
+    assert comp.rho_limit == 0.0 and not comp.fits_zcdp and not comp.fits_basic and not comp.fits

@@ -418,3 +418,23 @@ def test_an_earlier_versions_plan_is_anchored_by_its_chain_hash_alone(tmp_path, 
     rc, out, err = verify_cli(capsys, db, "--plan", plan)
     assert_one_line_error(rc, out, err, code=1)
     assert "does not have the plan's chain hash" in err and str(plan) in err
+
+
+# ------------------------------------------------------------------ guards (the fast loop)
+
+def _line(seq: int, hash_: str, chain: str = "sha256:chain", n: int = 1) -> anchors.WitnessLine:
+    return anchors.WitnessLine(n, "/s.duckdb", chain, seq, hash_)
+
+
+@pytest.mark.guard
+def test_the_witness_names_a_rewritten_row_and_a_rewound_end():
+    """A witness line whose row now has another hash (the ledger rewritten and re-hashed), and
+    one past the ledger's end (its last releases deleted), are findings; the lines a ledger
+    holds are not."""
+    hashes = {1: "h1", 2: "h2", 3: "h3"}
+    check = lambda *lines: anchors.check_witness(lines, "/s.duckdb", "sha256:chain", hashes, "w.jsonl")
+    assert check(_line(1, "h1"), _line(3, "h3", n=2)) == []
+    rewritten = check(_line(2, "forged"))
+    assert len(rewritten) == 1 and "rewritten" in rewritten[0][1]
+    rewound = check(_line(3, "h3"), _line(5, "h5", n=2))
+    assert len(rewound) == 1 and "ends at row 3" in rewound[0][1]

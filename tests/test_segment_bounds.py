@@ -229,6 +229,23 @@ def test_add_remove_one_record_moves_one_segment(con, data, which):
 
 # ------------------------------------------------------------------------------- fixed cases
 
+@pytest.mark.guard
+def test_one_clip_a_user_across_segments(con):
+    """The guard's small case: one user with two records of weight 1 in each of the three
+    segments, next to one ordinary user. Its clipped vector over all segments sums to
+    ⌊B·2^24⌋ exactly — a clip per segment would let it give 3·B."""
+    B, K = 1.0, 3
+    records = ([(f"h{i}", "heavy", "target", {"product": LABELS[i % 3]}) for i in range(6)]
+               + [("o0", "other", "target", {"product": "Mortgage"})])
+    rows = [(r[0], ATOM_IDS[i % len(ATOM_IDS)], 1.0) for i, r in enumerate(records)]
+    put_segmented(con, records, rows)
+    got = segmented(con, "user", K, B)
+    assert got == reference(records, rows, "user", K, B)
+    totals, bound = user_totals(con, K, B), fixed_bound(B)
+    assert bound - len(LABELS) * len(ATOM_IDS) < totals["heavy"] <= bound and totals["other"] == bound
+    assert sum(got) == sum(totals.values())
+
+
 @pytest.mark.parametrize("B", [1.0, 2.0, 1 / 3])
 def test_a_user_in_every_segment_with_many_records(tmp_path, B):
     """One user, 3,000 records spread over every segment (and outside the domain), each with
