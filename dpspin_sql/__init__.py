@@ -9,6 +9,12 @@ On a DuckDB connection you already have (docs/EMBEDDING.md):
     dpspin_sql.install(con, "dpspin_store.duckdb")      # the store is attached as catalog `dpspin`
     with dpspin_sql.session(con) as s: ...              # load records, atoms, assignments
     plan = dpspin_sql.run_sql(con, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) ...", "plan.json")
+
+The release path and the verifier from Python (a store connection, `dpspin_sql.store.connect`):
+
+    from dpspin_sql import Plan, ReleaseRequest, release, verify
+    plan = release(con, ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="record"), out="plan.json")
+    verdict = verify("The most common theme is refund delay.", plan.to_dict())
 """
 from __future__ import annotations
 
@@ -23,16 +29,24 @@ if _sys.argv and _os.path.basename(_sys.argv[0]) == "dpspin":
 
     _interrupts.install_early()
 
-__all__ = ["__version__", "install", "session", "run_sql", "emit_sketch"]
+__all__ = ["__version__", "install", "session", "run_sql", "emit_sketch", "release", "ReleaseRequest", "Plan",
+           "verify"]
+
+# name -> (module, attribute; None: the module itself, which is callable: `release(con, request)`
+# is `release.release(...)`, `verify(summary, plan)` is `verify.verify(...)`)
+_PUBLIC = {
+    "install": ("dpspin_sql.embed", "install"), "session": ("dpspin_sql.embed", "session"),
+    "run_sql": ("dpspin_sql.sql.run", "run_sql"), "emit_sketch": ("dpspin_sql.sql.run", "emit_sketch"),
+    "release": ("dpspin_sql.release", None), "verify": ("dpspin_sql.verify", None),
+    "ReleaseRequest": ("dpspin_sql.request", "ReleaseRequest"), "Plan": ("dpspin_sql.plan", "Plan"),
+}
 
 
 def __getattr__(name: str):   # lazy: `import dpspin_sql` stays cheap (the CLI's --version)
-    if name in ("install", "session"):
-        from dpspin_sql import embed
+    if name in _PUBLIC:
+        import importlib
 
-        return getattr(embed, name)
-    if name in ("run_sql", "emit_sketch"):
-        from dpspin_sql.sql import run
-
-        return getattr(run, name)
+        module, attribute = _PUBLIC[name]
+        found = importlib.import_module(module)
+        return found if attribute is None else getattr(found, attribute)
     raise AttributeError(f"module 'dpspin_sql' has no attribute {name!r}")

@@ -20,6 +20,8 @@ privacy argument (docs/DESIGN.md §4):
 from __future__ import annotations
 
 import shlex
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,3 +194,14 @@ def _check_sketch(sketch: Sketch, request: ReleaseRequest, atoms: list[Atom]) ->
         raise BadInput("the sketch does not cover the current dictionary")
     if sketch.segments != (request.segments.labels if request.segments is not None else None):
         raise BadInput("the sketch's segments are not the release's segment domain (docs/DESIGN.md §11)")
+
+
+class _CallableModule(types.ModuleType):
+    """`from dpspin_sql import release` is this module whether or not something imported it
+    before; calling it is calling `release.release`."""
+
+    def __call__(self, *args, **kwargs) -> Plan:
+        return release(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

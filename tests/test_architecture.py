@@ -119,3 +119,41 @@ def test_the_validation_grep_catches_a_range_check():
     assert _CHECK.search("    if epsilon <= 0:")
     assert _CHECK.search("    if opts.delta > 1:")
     assert not _CHECK.search("    eps = request.epsilon")
+
+
+# ------------------------------------------------------------------ the public API
+
+_IMPORTS = "from dpspin_sql import install, session, run_sql, release, ReleaseRequest, Plan, verify"
+
+
+def test_the_public_api_is_the_same_whatever_was_imported_first():
+    """`release` and `verify` are callable modules: `from dpspin_sql import release` gives the
+    same object (calling it releases) whether or not `dpspin_sql.release` was imported before."""
+    import subprocess
+    import sys
+
+    for first in ("", "import dpspin_sql.release, dpspin_sql.verify, dpspin_sql.sql.run\n"):
+        code = (first + _IMPORTS + "\n"
+                "import dpspin_sql.release as r, dpspin_sql.verify as v, dpspin_sql.request as q, dpspin_sql.plan as p\n"
+                "assert release is r and verify is v and callable(release) and callable(verify)\n"
+                "assert ReleaseRequest is q.ReleaseRequest and Plan is p.Plan\n"
+                "assert callable(install) and callable(session) and callable(run_sql)\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+
+
+def test_the_public_api_releases_and_verifies(tmp_path):
+    """The documented use: release a plan through the one release path, verify a summary."""
+    from dpspin_sql import Plan, ReleaseRequest, release, verify
+    from tests.helpers.core import synthetic_store
+
+    con = synthetic_store(tmp_path / "s.duckdb", close=False)
+    try:
+        plan = release(con, ReleaseRequest(mechanism="laplace", epsilon=0.5, unit="record", L=3),
+                       out=tmp_path / "plan.json")
+    finally:
+        con.close()
+    assert isinstance(plan, Plan) and (tmp_path / "plan.json").exists()
+    top = plan.to_dict()["atoms"][0]["label"]
+    assert verify(f"The plan lists 3 themes; the most common is {top}.", plan.to_dict()).accepted
+    assert not verify("The most common theme is hair loss.", plan.to_dict()).accepted

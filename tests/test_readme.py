@@ -215,3 +215,12 @@ def test_the_install_size_is_measured_not_typed():
     assert record["site_packages_mb"] > 100 and len(record["largest"]) == 5
     assert install_size.readme_sentence(record) in README
     assert not re.search(r"about \d+ MB|\d+[–-]\d+ minutes", README)
+
+
+def test_the_python_example_releases_and_verifies(sql_dir):
+    """The pipeline section's Python block, run on the README's demo store: one release
+    through the library's release path, and the verifier accepts the plan's top theme."""
+    (code,) = blocks(section(README, "## The pipeline"), "python")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=sql_dir, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "True" and (sql_dir / "plan_py.json").exists()

@@ -16,6 +16,9 @@ one `verify` for either) and `claims` (structured claims).
 """
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
 from .claims import verify_claims
 from .context import Verdict, Violation
 from .entry import verify
@@ -23,3 +26,14 @@ from .plan import margin_of, plan_dict
 from .vocab import BIN_WORDS
 
 __all__ = ["Violation", "Verdict", "verify", "verify_claims", "plan_dict", "margin_of", "BIN_WORDS"]
+
+
+class _CallableModule(_types.ModuleType):
+    """`from dpspin_sql import verify` is this package whether or not something imported it
+    before; calling it is calling `verify.verify`."""
+
+    def __call__(self, *args, **kwargs):
+        return verify(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule
