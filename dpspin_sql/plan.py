@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ SEGMENT_NOTES = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlanAtom:
     atom_id: int
     label: str
@@ -82,7 +82,7 @@ class PlanAtom:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlanSegment:
     """One segment of a segmented plan: its public label and its admitted atoms (ranks 1..n
     within the segment)."""
@@ -94,7 +94,7 @@ class PlanSegment:
         return {"segment": self.segment, "atoms": [a.to_dict() for a in self.atoms]}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     mechanism: str
     epsilon: float | None   # None only on a non-private reference plan (experiments)
@@ -287,17 +287,14 @@ def _segmented_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dict
         ranked = sorted(parts[s], key=lambda iv: (-iv[1], iv[0]))   # by noisy mass, ties: lower atom index
         plans.append(make_plan(SegmentNoise([i for i, _ in ranked], [v for _, v in ranked]), mechanism, atoms,
                                dictionary_id, release_id, ledger_chain, assignment=assignment))
-    plan = plans[0]
-    plan.segments = [PlanSegment(label, p.atoms) for label, p in zip(segments.labels, plans)]
-    plan.atoms = []
-    plan.segmentation = {"name": segments.name, "kind": segments.kind, "labels": list(segments.labels),
-                         "definition": segments.definition, "admission": segments.admission,
-                         "coordinates": mechanism.size}
+    segmentation = {"name": segments.name, "kind": segments.kind, "labels": list(segments.labels),
+                    "definition": segments.definition, "admission": segments.admission,
+                    "coordinates": mechanism.size}
     if segments.kind == "periods":
-        plan.segmentation["boundaries"] = list(segments.boundaries)
-    plan.notes = dict(plan.notes) | SEGMENT_NOTES
-    plan.schema_version = SEGMENTED_SCHEMA_VERSION
-    return plan
+        segmentation["boundaries"] = list(segments.boundaries)
+    return replace(plans[0], segments=[PlanSegment(label, p.atoms) for label, p in zip(segments.labels, plans)],
+                   atoms=[], segmentation=segmentation, notes=dict(plans[0].notes) | SEGMENT_NOTES,
+                   schema_version=SEGMENTED_SCHEMA_VERSION)
 
 
 def assign_bin(value: float, bins: dict, basis: str) -> str:

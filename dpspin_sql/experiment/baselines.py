@@ -385,16 +385,14 @@ def nonprivate_plan(atoms, positions: list[int], values: list[float], run: dict,
 
     plan = make_plan(NoisyRelease([p for p, _ in order], [float(v) for _, v in order]), mech, atoms,
                      dictionary_hash(atoms))
-    plan.mechanism, plan.epsilon, plan.delta, plan.calibration = "non_private", None, None, "none"
-    plan.noise_scale, plan.comparison_margin, plan.noise_source = 0.0, 0.0, "none (non-private reference)"
-    plan.privacy_cost = {}
-    for a in plan.atoms:
-        a.interval = [a.noisy_mass, a.noisy_mass]
-    plan.interval_half_width = 0.0
-    plan.mechanism_details = {"non_private": True,
-                              "note": "NON-PRIVATE reference: exact values of the protected sample; never charged, "
-                                      "never published as DP"}
-    return plan
+    return dataclasses.replace(
+        plan, mechanism="non_private", epsilon=None, delta=None, calibration="none", noise_scale=0.0,
+        comparison_margin=0.0, noise_source="none (non-private reference)", privacy_cost={},
+        atoms=[dataclasses.replace(a, interval=[a.noisy_mass, a.noisy_mass]) for a in plan.atoms],
+        interval_half_width=0.0,
+        mechanism_details={"non_private": True,
+                           "note": "NON-PRIVATE reference: exact values of the protected sample; never charged, "
+                                   "never published as DP"})
 
 
 def write_plan(plan, path: Path, atoms, extra: dict) -> dict:
@@ -593,15 +591,16 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
     if private:
         plan = make_plan(NoisyRelease(kept, [float(sizes[j]) for j in kept]), steps[T].mechanism, atoms,
                          dictionary_hash(kept_atoms), charged.release_id, charged.row_hash)
-        plan.privacy_cost = {"epsilon": cost[0], "delta": cost[1]}
-        plan.epsilon, plan.delta = float(run["epsilon"]), float(run["delta"])   # the whole release's
-        plan.mechanism = f"urania:{run['mechanism']}"
-        plan.mechanism_details = dict(plan.mechanism_details, method="urania",
-                                      composed_steps=[s.name for s in steps], size_filter_threshold=threshold)
+        plan = dataclasses.replace(
+            plan, privacy_cost={"epsilon": cost[0], "delta": cost[1]},
+            epsilon=float(run["epsilon"]), delta=float(run["delta"]),   # the whole release's
+            mechanism=f"urania:{run['mechanism']}",
+            mechanism_details=dict(plan.mechanism_details, method="urania", composed_steps=[s.name for s in steps],
+                                   size_filter_threshold=threshold))
         d = write_plan(plan, out / "private_plan.json", kept_atoms, {"method": "urania", "release": trace})
     else:
         plan = nonprivate_plan(atoms, kept, [float(sizes[j]) for j in kept], run, k)
-        plan.dictionary = dictionary_hash(kept_atoms)
+        plan = dataclasses.replace(plan, dictionary=dictionary_hash(kept_atoms))
         d = write_plan(plan, out / "reference_plan.json", kept_atoms,
                        {"method": "np_kmeans", "non_private": True, "clustering": trace})
     met = {"urania_kept_clusters": len(kept), "urania_clusters": k, "noise_scale": plan.noise_scale}
