@@ -154,6 +154,8 @@ GUARDS: dict[str, tuple[str, ...] | str] = {
         "test_top_k_normalise_bounds_any_scores",
     ),
     "test_decode": ("test_canary_in_target_records_never_reaches_the_decoder",),
+    # the calibrated assignment rule: mass only above threshold, at most one unit a record
+    "test_relevance": ("test_calibrated_rule_gives_mass_only_above_threshold_and_at_most_one",),
     "test_template_intervals": ("test_public_view_carries_the_intervals",),
     "test_interval_coverage": ("test_the_test_is_calibrated_and_has_power",),
 }
