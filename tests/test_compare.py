@@ -206,6 +206,29 @@ def test_what_the_comparison_says():
     assert all(r["b"]["upper_bound"] is None and r["change"] == "no_supported_change" for r in c["only_in_a"])
 
 
+def test_the_comparison_card_shows_every_compared_atom_and_escapes_labels():
+    """The comparison card from a comparison in memory (no store): a chart row per atom of
+    either plan, labels escaped and wrapped onto lines of at most 30 characters."""
+    import re
+    from html import unescape
+
+    from dpspin_sql.card_comparison import render_comparison
+
+    pa, pb = _plans()
+    hostile = "<b>refund</b> & a label long enough that the chart has to wrap it onto two lines"
+    pa = dict(pa, atoms=[dict(a, label=hostile) if i == 0 else a for i, a in enumerate(pa["atoms"])])
+    pb = dict(pb, atoms=[dict(a, label=hostile) if a["atom_id"] == pa["atoms"][0]["atom_id"] else a
+                         for a in pb["atoms"]])
+    c = compare(side_of(pa, name="a"), side_of(pb, name="b"))
+    html = render_comparison(c)
+    rows = len(c["atoms"]) + len(c["only_in_a"]) + len(c["only_in_b"])   # one-sided atoms get a row too
+    assert "Comparison card" in html and "<b>refund</b>" not in html and "&lt;b&gt;refund&lt;/b&gt;" in html
+    assert 'id="difference-chart"' in html
+    assert len(re.findall(r'<g class="atom">', html)) == rows
+    lines = [unescape(t).strip() for t in re.findall(r"<tspan[^>]*>([^<]*)</tspan>", html)]
+    assert lines and all(len(t) <= 30 for t in lines)   # the long label wraps onto lines of ≤ 30
+
+
 # ----------------------------------------------------------------------------- the CLI
 
 @pytest.fixture
