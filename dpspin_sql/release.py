@@ -23,7 +23,7 @@ import shlex
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -84,6 +84,66 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
     # public parameters only: exact target counts are not DP and `dpspin budget` shows this
     params = request.public_params() | {"m": len(atoms), "dictionary": dictionary_id} | engine.details() \
         | (extra_params or {})
+    def draw(charged: ledger.Charge) -> Published:
+        seen: list[np.ndarray] = []
+        noisy = mechanism.apply(sketch.mass, seen.append if observe is not None else None)
+        plan = make_plan(noisy, mechanism, atoms, dictionary_id, charged.release_id, charged.row_hash,
+                         assignment=assignment)
+        return Published(plan, plan.to_json(), dictionary_text, seen)
+
+    published = _charge_and_publish(con, eps, delta, mechanism=request.mechanism, params=params,
+                                    measurements=mechanism.audit_records(), dataset=dataset, out=out, draw=draw)
+    if observe is not None and published.seen:
+        observe(published.seen[-1])
+    return published.plan
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a release's draw made inside the charging transaction: the plan, the exact text
+    its file and the ledger hold, its dictionary's text, and what the caller wanted to see."""
+
+    plan: Plan
+    text: str
+    dictionary_text: str
+    seen: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A release of several OpenDP measurements charged as one row (basic sequential
+    composition: ε and δ are the sums of their maps' costs): the experiments' baselines,
+    whose later steps read the noisy output of earlier ones. `name` is the ledger's
+    mechanism column; `measurements` are the steps' audit records, which the ledger
+    re-evaluates; `params` are public."""
+
+    name: str
+    epsilon: float
+    delta: float
+    measurements: list[dict]
+    params: dict
+
+
+def release_composite(con: duckdb.DuckDBPyConnection, composite: Composite,
+                      draw: Callable[[ledger.Charge], Published], *, out: str | Path,
+                      dataset: str = ledger.DEFAULT_DATASET, outputs: Outputs | None = None) -> Published:
+    """Charge `composite` (refused over budget before any noise is drawn), then run `draw`
+    inside the charging transaction: it draws every step's noise (OpenDP) and returns the
+    plan, whose text is stored with the ledger row and then written to `out` — the same
+    charge, storage and write as `release`, so a paid-for composite plan is never lost
+    (`dpspin recover`). `outputs` as for `release`."""
+    ledger.check(con, composite.epsilon, composite.delta, dataset, measurements=composite.measurements)
+    (outputs or Outputs(store=store.path_of(con))).add(out, "--out", kind="plan")
+    return _charge_and_publish(con, composite.epsilon, composite.delta, mechanism=composite.name,
+                               params=composite.params, measurements=composite.measurements, dataset=dataset,
+                               out=out, draw=draw)
+
+
+def _charge_and_publish(con, eps: float, delta: float, *, mechanism: str, params: dict, measurements: list[dict],
+                        dataset: str, out: str | Path | None,
+                        draw: Callable[[ledger.Charge], Published]) -> Published:
+    """The one charge of every release: the ledger row, the plan `draw` makes stored with it
+    in the same transaction, then the plan file (PaidRelease's line if it cannot be written)."""
     store_path = store.path_of(con)
     made: dict = {}
     interrupts.status("nothing was charged")
@@ -91,32 +151,25 @@ def _release(con, request, engine, *, out, outputs, dataset, extra_params, mecha
     def publish(charged: ledger.Charge) -> tuple[str, str]:
         # inside the charging transaction, after the row is written: nothing made here leaves
         # this frame unless the transaction commits (ledger.charge)
-        seen: list[np.ndarray] = []
-        noisy = mechanism.apply(sketch.mass, seen.append if observe is not None else None)
-        plan = make_plan(noisy, mechanism, atoms, dictionary_id, charged.release_id, charged.row_hash,
-                         assignment=assignment)
-        made.update(plan=plan, text=plan.to_json(), seen=seen)
-        return made["text"], dictionary_text
+        made["published"] = published = draw(charged)
+        return published.text, published.dictionary_text
 
     def then(charged: ledger.Charge) -> None:
         paid = PaidRelease(charged.release_id, eps, delta, store_path, out)
         interrupts.status(paid.unwritten())
-        if observe is not None and made["seen"]:
-            observe(made["seen"][-1])
         if out is None:
             interrupts.status(paid.stored())
             return
         try:
-            write_text_atomic(dictionary_sidecar(out), dictionary_text)
-            write_text_atomic(out, made["text"])
+            write_text_atomic(dictionary_sidecar(out), made["published"].dictionary_text)
+            write_text_atomic(out, made["published"].text)
         except (OSError, BadInput) as exc:
             raise PlanNotWritten(paid.not_written(exc)) from None
         interrupts.status(paid.written())
 
-    ledger.charge(con, eps, delta, mechanism=request.mechanism, params=params,
-                  measurements=mechanism.audit_records(), plan_path=str(out) if out is not None else None,
-                  dataset=dataset, publish=publish, then=then)
-    return made["plan"]
+    ledger.charge(con, eps, delta, mechanism=mechanism, params=params, measurements=measurements,
+                  plan_path=str(out) if out is not None else None, dataset=dataset, publish=publish, then=then)
+    return made["published"]
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,32 @@ def test_the_public_api_releases_and_verifies(tmp_path):
     top = plan.to_dict()["atoms"][0]["label"]
     assert verify(f"The plan lists 3 themes; the most common is {top}.", plan.to_dict()).accepted
     assert not verify("The most common theme is hair loss.", plan.to_dict()).accepted
+
+
+def _charge_calls(tree: ast.AST) -> list[int]:
+    """Lines that call the ledger's charge (`ledger.charge(...)`, or `charge` imported from it)."""
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").endswith("ledger") for a in n.names if a.name == "charge"}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == "charge" and isinstance(f.value, ast.Name)
+                    and f.value.id == "ledger") or (isinstance(f, ast.Name) and f.id in imported):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_release_path_charges_the_ledger():
+    """Every release — a plan, a DP SQL statement, a warehouse sketch, an experiment's
+    baseline — is charged by dpspin_sql/release.py, whose one charge stores the plan with the
+    ledger row; nothing else calls `ledger.charge`."""
+    found = {str(f.relative_to(REPO)): lines for f in PACKAGE.rglob("*.py")
+             if (lines := _charge_calls(ast.parse(f.read_text(encoding="utf-8"))))}
+    assert set(found) == {"dpspin_sql/release.py"} and len(found["dpspin_sql/release.py"]) == 1, found
+
+
+def test_the_charge_finder_finds_a_charge():
+    assert _charge_calls(ast.parse("from dpspin_sql import ledger\nledger.charge(con, 1, 0)\n")) == [2]
+    assert _charge_calls(ast.parse("from dpspin_sql.ledger import charge as c\nc(con, 1, 0)\n")) == [2]
+    assert _charge_calls(ast.parse("x.charge(1)\n")) == []

@@ -128,7 +128,12 @@ def test_a_baseline_over_budget_is_refused_before_noise(tiny, tmp_path):
     """The whole composed cost is charged in one row before any step draws noise, and the
     ledger refuses a charge that does not fit: a second release on the run's dataset
     (whose budget is one release's cost) is refused and leaves the spent total unchanged."""
+    import dataclasses
+
+    from dpspin_sql import release
+    from dpspin_sql.atoms import Atom, dictionary_hash
     from dpspin_sql.errors import BudgetExceeded
+    from dpspin_sql.plan import make_plan
 
     g = G.expand(tiny_grid(tiny, dataset={"n_records": [120]}, mechanism=["laplace"], seeds=[0], method=["urania"],
                            urania_clusters=4, urania_dim=4, urania_iterations=2))
@@ -137,11 +142,28 @@ def test_a_baseline_over_budget_is_refused_before_noise(tiny, tmp_path):
     prep = runner.Prep.open(tmp_path / "prep", run)
     try:
         steps = [BL.make_step(run, "histogram", 10, 3, 3, 0.6, 0.0), BL.make_step(run, "sizes", 4, 1, 3, 0.4, 0.0)]
-        BL.charge_steps(prep.con, run, steps, "run-x", None)
+        atoms = [Atom(i, f"theme {i}", "a theme", None) for i in range(10)]
+        draws: list[str] = []
+
+        def draw(charged):   # the steps' noise, drawn inside the charging transaction
+            draws.append(charged.release_id)
+            noisy = steps[0].mechanism.apply(np.zeros(10, dtype=np.int64))
+            plan = make_plan(noisy, steps[0].mechanism, atoms, dictionary_hash(atoms), charged.release_id,
+                             charged.row_hash)
+            plan = dataclasses.replace(plan, privacy_cost={"epsilon": composite.epsilon, "delta": composite.delta})
+            return BL.publication(plan, atoms, {"method": "test"})
+
+        out = tmp_path / "plan.json"
+        composite = BL.composite_of(prep.con, run, steps, "run-x")
+        first = BL.release_steps(prep.con, composite, draw, out, "run-x")
         spent = ledger.status(prep.con, "run-x").epsilon_spent
-        assert spent == pytest.approx(1.0)
+        assert spent == pytest.approx(1.0) and draws == [first.plan.release_id]
+        assert out.read_text().rstrip("\n") == first.text         # the file is the text the ledger stored
+        release.recover(prep.con, tmp_path / "again.json", first.plan.release_id)
+        assert (tmp_path / "again.json").read_text() == out.read_text()   # a paid-for plan is never lost
         with pytest.raises(BudgetExceeded):
-            BL.charge_steps(prep.con, run, steps, "run-x", None)
+            BL.release_steps(prep.con, BL.composite_of(prep.con, run, steps, "run-x"), draw, out, "run-x")
+        assert len(draws) == 1                                     # refused before any noise
         assert ledger.status(prep.con, "run-x").epsilon_spent == spent
         assert ledger.verify(prep.con) == []
     finally:

@@ -5,8 +5,10 @@ Every DP baseline is a real release: its OpenDP measurements are built with the
 discipline of `mechanisms.py` (int64 fixed-point vectors in units of 2^-24, d_in the
 sensitivity table's entry for the run's unit, adjacency and B, the scale found by
 OpenDP's `binary_search_param` against the measurement's own map), all of them are
-charged to the prep store's ledger in one row *before* any noise is drawn, and the
-ledger checks the charge against the serialized measurements' maps.
+charged to the prep store's ledger in one row *before* any noise is drawn — through the one
+release path, `release.release_composite`, which stores the plan with the row (a paid-for
+baseline plan is recovered like any other) — and the ledger checks the charge against the
+serialized measurements' maps.
 
 The contribution bound is enforced by the computation, not assumed of the input: each
 step's per-record (and per-user) vector goes through the very sketch SQL of DP-SPIN
@@ -318,16 +320,17 @@ def total_cost(steps: list[Step]) -> tuple[float, float]:
     return eps, delta
 
 
-def charge_steps(con, run: dict, steps: list[Step], dataset: str | None, plan_path: str | None):
-    """One ledger row for the whole baseline release, before any noise is drawn: the
-    budget of the run's own dataset is the composed cost; the row carries every step's
-    serialized measurements, whose maps the ledger re-evaluates."""
+def composite_of(con, run: dict, steps: list[Step], dataset: str | None):
+    """The whole baseline release as one `release.Composite` (one ledger row, charged by
+    `release.release_composite` before any noise is drawn): the budget of the run's own
+    dataset is the composed cost; the row carries every step's serialized measurements,
+    whose maps the ledger re-evaluates."""
     from dpspin_sql import ledger
+    from dpspin_sql.release import Composite
 
     assert dataset is not None, "a non-private reference is never charged"
     eps, delta = total_cost(steps)
     ledger.set_budget(con, eps, delta, dataset, experiment_run=True)
-    ledger.check(con, eps, delta, dataset)
     params = {"method": run["method"], "unit": run["unit"], "adjacency": run["adjacency"],
               "B": run["B"] if run["unit"] == "user" else None, "K": int(run["K"]), "L": int(run["L"]),
               "noise": run["mechanism"], "requested_epsilon": run["epsilon"],
@@ -336,9 +339,29 @@ def charge_steps(con, run: dict, steps: list[Step], dataset: str | None, plan_pa
                          "delta": s.mechanism.cost[1]} for s in steps],
               "composition": "basic sequential (sum of the steps' maps)"}
     records = [dict(r, step=s.name) for s in steps for r in s.mechanism.audit_records()]
-    charged = ledger.charge(con, eps, delta, mechanism=f"{run['method']}:{run['mechanism']}", params=params,
-                            measurements=records, plan_path=plan_path, dataset=dataset)
-    return charged, (eps, delta)
+    return Composite(f"{run['method']}:{run['mechanism']}", eps, delta, records, params)
+
+
+def release_steps(con, composite, draw, out: Path, dataset: str | None):
+    """`release.release_composite` of the baseline's composite into `out` (replacing an
+    earlier run's plan there)."""
+    from dpspin_sql import store
+    from dpspin_sql.outputs import Outputs
+    from dpspin_sql.release import release_composite
+
+    assert dataset is not None, "a non-private reference is never charged"
+    return release_composite(con, composite, draw, out=out, dataset=dataset,
+                             outputs=Outputs(store=store.path_of(con), force=True))
+
+
+def publication(plan, atoms, extra: dict):
+    """The plan file's text (the plan's fields and the method's `extra`) and its dictionary's."""
+    from dpspin_sql.plan import dictionary_body
+    from dpspin_sql.release import Published
+
+    d = plan.to_dict() | extra
+    return Published(plan, json.dumps(d, indent=2, ensure_ascii=False, default=float),
+                     dictionary_body(atoms, plan.dictionary))
 
 
 def noisy_vector(step: Step, sketch) -> np.ndarray:
@@ -397,12 +420,11 @@ def nonprivate_plan(atoms, positions: list[int], values: list[float], run: dict,
 
 def write_plan(plan, path: Path, atoms, extra: dict) -> dict:
     from dpspin_sql.outputs import dictionary_sidecar, write_text_atomic
-    from dpspin_sql.plan import dictionary_body
 
-    d = plan.to_dict() | extra
-    write_text_atomic(path, json.dumps(d, indent=2, ensure_ascii=False, default=float))
-    write_text_atomic(dictionary_sidecar(path), dictionary_body(atoms, plan.dictionary))
-    return d
+    published = publication(plan, atoms, extra)
+    write_text_atomic(path, published.text)
+    write_text_atomic(dictionary_sidecar(path), published.dictionary_text)
+    return json.loads(published.text)
 
 
 # ================================================================== one baseline run
@@ -475,17 +497,22 @@ def _histogram(ctx: Context, run, out: Path, pub: Public, units):
 
     dict_id = dictionary_hash(atoms)
     step = make_step(run, "histogram", len(atoms), K_step, int(run["L"]), float(run["epsilon"]), float(run["delta"]))
-    charged, _ = charge_steps(ctx.con, run, [step], ctx.ledger_dataset, str(out / "private_plan.json"))
+    composite = composite_of(ctx.con, run, [step], ctx.ledger_dataset)
     st = StepStore([(u[0], u[1]) for u in units])
     try:
         sk = st.sketch(len(atoms), rows, run["unit"], K_step, float(run["B"]))
     finally:
         st.close()
     full: dict = {}
-    noisy = step.mechanism.apply(sk.mass, observe=lambda v: full.__setitem__("v", v))
-    plan = make_plan(noisy, step.mechanism, atoms, dict_id, charged.release_id, charged.row_hash)
-    d = write_plan(plan, out / "private_plan.json", atoms,
-                   {"method": method, "vocabulary": "keywords" if method == "keyword_hist" else run["category_field"]})
+
+    def draw(charged):
+        full["noisy"] = noisy = step.mechanism.apply(sk.mass, observe=lambda v: full.__setitem__("v", v))
+        plan = make_plan(noisy, step.mechanism, atoms, dict_id, charged.release_id, charged.row_hash)
+        return publication(plan, atoms, {"method": method,
+                                         "vocabulary": "keywords" if method == "keyword_hist" else run["category_field"]})
+
+    published = release_steps(ctx.con, composite, draw, out / "private_plan.json", ctx.ledger_dataset)
+    plan, d, noisy = published.plan, json.loads(published.text), full["noisy"]
     C = sk.as_float()
     met = {}
     met.update(M.plan_metrics(C, noisy.admitted, step.request.L))
@@ -502,6 +529,7 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
     """DP-Lloyd → noisy sizes → size filter → per-cluster keyword histograms (module docstring)."""
     from dpspin_sql.atoms import Atom, dictionary_hash
     from dpspin_sql.mechanisms import NoisyRelease
+    from dpspin_sql.outputs import dictionary_sidecar, write_text_atomic
     from dpspin_sql.plan import make_plan
 
     fit_features(ctx.con, run, pub)
@@ -517,94 +545,108 @@ def _urania(ctx: Context, run, out: Path, pub: Public, units, private: bool):
     unit, B, K = run["unit"], float(run["B"]), int(run["K"])
     kw_rows = keyword_rows([(u[0], u[2]) for u in units], pub, K)
     steps: list[Step] = []
+    composite = None
     if private:   # every step is calibrated from public parameters and charged before any noise
         budget = split_budget(run, T)
         steps = [make_step(run, f"lloyd{t + 1}", k * (1 + d), 1 + d, 1, *budget["clustering"]) for t in range(T)]
         steps.append(make_step(run, "sizes", k, 1, min(L, k), *budget["sizes"]))
         steps.append(make_step(run, "histograms", k * V, K, 1, *budget["histograms"]))
-        charged, cost = charge_steps(ctx.con, run, steps, ctx.ledger_dataset, str(out / "private_plan.json"))
-    st = StepStore([(u[0], u[1]) for u in units])
-    trace: list[dict] = []
-    try:
-        for t in range(T):
+        composite = composite_of(ctx.con, run, steps, ctx.ledger_dataset)
+    got: dict = {}
+    cost = (composite.epsilon, composite.delta) if composite is not None else (0.0, 0.0)
+
+    def clusters(charged):
+        """The pipeline after the charge (every noisy step inside it); `charged` is None for the
+        non-private reference."""
+        st = StepStore([(u[0], u[1]) for u in units])
+        trace: list[dict] = []
+        try:
+            for t in range(T):
+                assign = _nearest(H, cent)
+                rows = []
+                for i in np.flatnonzero(has):
+                    j = int(assign[i])
+                    base = j * (1 + d)
+                    rows.append((ids[i], base, 0.5))
+                    rows.extend((ids[i], base + 1 + c, 0.5 * float(H[i, c])) for c in np.flatnonzero(H[i] > 0))
+                sk = st.sketch(k * (1 + d), rows, unit, 1 + d, B)
+                vec = noisy_vector(steps[t], sk) if private else sk.as_float()
+                vec = vec.reshape(k, 1 + d)
+                counts, sums = 2 * vec[:, 0], 2 * vec[:, 1:]
+                floor = float(run["urania_min_size"])
+                for j in range(k):
+                    s = np.clip(sums[j], 0, None)
+                    if counts[j] >= floor and s.sum() > 0:
+                        cent[j] = s / s.sum()
+                trace.append({"step": f"lloyd{t + 1}", "noisy_counts" if private else "counts":
+                              [round(float(c), 3) for c in counts]})
             assign = _nearest(H, cent)
-            rows = []
-            for i in np.flatnonzero(has):
-                j = int(assign[i])
-                base = j * (1 + d)
-                rows.append((ids[i], base, 0.5))
-                rows.extend((ids[i], base + 1 + c, 0.5 * float(H[i, c])) for c in np.flatnonzero(H[i] > 0))
-            sk = st.sketch(k * (1 + d), rows, unit, 1 + d, B)
-            vec = noisy_vector(steps[t], sk) if private else sk.as_float()
-            vec = vec.reshape(k, 1 + d)
-            counts, sums = 2 * vec[:, 0], 2 * vec[:, 1:]
-            floor = float(run["urania_min_size"])
-            for j in range(k):
-                s = np.clip(sums[j], 0, None)
-                if counts[j] >= floor and s.sum() > 0:
-                    cent[j] = s / s.sum()
-            trace.append({"step": f"lloyd{t + 1}", "noisy_counts" if private else "counts":
-                          [round(float(c), 3) for c in counts]})
-        assign = _nearest(H, cent)
-        rows = [(ids[i], int(assign[i]), 1.0) for i in np.flatnonzero(has)]
-        sk = st.sketch(k, rows, unit, 1, B)
-        if private:
-            sizes = noisy_vector(steps[T], sk)
-            mech = steps[T].mechanism
-            sd = mech.noise_scale * (math.sqrt(2) if mech.noise_kind == "laplace" else 1.0)
-            threshold = float(run["urania_min_size"]) + 2 * sd
-        else:
-            sizes = sk.as_float()
-            threshold = float(run["urania_min_size"])
-        kept = sorted((j for j in range(k) if sizes[j] >= threshold), key=lambda j: (-sizes[j], j))[: min(L, k)]
-        trace.append({"step": "sizes", "noisy_sizes" if private else "sizes": [round(float(x), 3) for x in sizes],
-                      "threshold": threshold, "kept": kept})
-        labels: dict[int, str] = {}
-        if kept:
-            # coordinates (cluster j, keyword w) for all k clusters (a public size); records of
-            # clusters the filter dropped contribute nothing, so those coordinates are 0
-            member = {ids[i]: int(assign[i]) for i in np.flatnonzero(has) if int(assign[i]) in set(kept)}
-            rows = [(rid, member[rid] * V + w, wt) for rid, w, wt in kw_rows if rid in member]
-            sk = st.sketch(k * V, rows, unit, K, B)
-            hv = noisy_vector(steps[T + 1], sk) if private else sk.as_float()
-            hist = np.stack([hv[j * V:(j + 1) * V] for j in kept])
-            used: set[str] = set()
-            for s_, j in enumerate(kept):
-                order = sorted(range(V), key=lambda w: (-hist[s_, w], w))
-                n_kw = int(run["urania_keywords"])
-                words = [pub.keywords[w] for w in order[:n_kw]]
-                label = " / ".join(words)
-                extra = n_kw
-                while label.lower() in used and extra < V:
-                    words.append(pub.keywords[order[extra]])
-                    extra += 1
+            rows = [(ids[i], int(assign[i]), 1.0) for i in np.flatnonzero(has)]
+            sk = st.sketch(k, rows, unit, 1, B)
+            if private:
+                sizes = noisy_vector(steps[T], sk)
+                mech = steps[T].mechanism
+                sd = mech.noise_scale * (math.sqrt(2) if mech.noise_kind == "laplace" else 1.0)
+                threshold = float(run["urania_min_size"]) + 2 * sd
+            else:
+                sizes = sk.as_float()
+                threshold = float(run["urania_min_size"])
+            kept = sorted((j for j in range(k) if sizes[j] >= threshold), key=lambda j: (-sizes[j], j))[: min(L, k)]
+            trace.append({"step": "sizes", "noisy_sizes" if private else "sizes": [round(float(x), 3) for x in sizes],
+                          "threshold": threshold, "kept": kept})
+            labels: dict[int, str] = {}
+            if kept:
+                # coordinates (cluster j, keyword w) for all k clusters (a public size); records of
+                # clusters the filter dropped contribute nothing, so those coordinates are 0
+                member = {ids[i]: int(assign[i]) for i in np.flatnonzero(has) if int(assign[i]) in set(kept)}
+                rows = [(rid, member[rid] * V + w, wt) for rid, w, wt in kw_rows if rid in member]
+                sk = st.sketch(k * V, rows, unit, K, B)
+                hv = noisy_vector(steps[T + 1], sk) if private else sk.as_float()
+                hist = np.stack([hv[j * V:(j + 1) * V] for j in kept])
+                used: set[str] = set()
+                for s_, j in enumerate(kept):
+                    order = sorted(range(V), key=lambda w: (-hist[s_, w], w))
+                    n_kw = int(run["urania_keywords"])
+                    words = [pub.keywords[w] for w in order[:n_kw]]
                     label = " / ".join(words)
-                used.add(label.lower())
-                labels[j] = label
-            trace.append({"step": "histograms", "clusters": {str(j): labels[j] for j in kept}})
-    finally:
-        st.close()
-    atoms = [Atom(j, labels.get(j, f"cluster {j}"),
-                  f"cluster {j} of {k} (URANIA-style): records whose topic vector is nearest its centroid", None)
-             for j in range(k)]
-    kept_atoms = [atoms[j] for j in kept]
-    if private:
-        plan = make_plan(NoisyRelease(kept, [float(sizes[j]) for j in kept]), steps[T].mechanism, atoms,
-                         dictionary_hash(kept_atoms), charged.release_id, charged.row_hash)
-        plan = dataclasses.replace(
-            plan, privacy_cost={"epsilon": cost[0], "delta": cost[1]},
-            epsilon=float(run["epsilon"]), delta=float(run["delta"]),   # the whole release's
-            mechanism=f"urania:{run['mechanism']}",
-            mechanism_details=dict(plan.mechanism_details, method="urania", composed_steps=[s.name for s in steps],
-                                   size_filter_threshold=threshold))
-        d = write_plan(plan, out / "private_plan.json", kept_atoms, {"method": "urania", "release": trace})
-    else:
+                    extra = n_kw
+                    while label.lower() in used and extra < V:
+                        words.append(pub.keywords[order[extra]])
+                        extra += 1
+                        label = " / ".join(words)
+                    used.add(label.lower())
+                    labels[j] = label
+                trace.append({"step": "histograms", "clusters": {str(j): labels[j] for j in kept}})
+        finally:
+            st.close()
+        atoms = [Atom(j, labels.get(j, f"cluster {j}"),
+                      f"cluster {j} of {k} (URANIA-style): records whose topic vector is nearest its centroid", None)
+                 for j in range(k)]
+        kept_atoms = [atoms[j] for j in kept]
+        got["kept"] = kept
+        if private:
+            plan = make_plan(NoisyRelease(kept, [float(sizes[j]) for j in kept]), steps[T].mechanism, atoms,
+                             dictionary_hash(kept_atoms), charged.release_id, charged.row_hash)
+            plan = dataclasses.replace(
+                plan, privacy_cost={"epsilon": cost[0], "delta": cost[1]},
+                epsilon=float(run["epsilon"]), delta=float(run["delta"]),   # the whole release's
+                mechanism=f"urania:{run['mechanism']}",
+                mechanism_details=dict(plan.mechanism_details, method="urania", composed_steps=[s.name for s in steps],
+                                       size_filter_threshold=threshold))
+            return publication(plan, kept_atoms, {"method": "urania", "release": trace})
         plan = nonprivate_plan(atoms, kept, [float(sizes[j]) for j in kept], run, k)
         plan = dataclasses.replace(plan, dictionary=dictionary_hash(kept_atoms))
-        d = write_plan(plan, out / "reference_plan.json", kept_atoms,
-                       {"method": "np_kmeans", "non_private": True, "clustering": trace})
-    met = {"urania_kept_clusters": len(kept), "urania_clusters": k, "noise_scale": plan.noise_scale}
-    return d, met, plan
+        return publication(plan, kept_atoms, {"method": "np_kmeans", "non_private": True, "clustering": trace})
+
+    if private:
+        published = release_steps(ctx.con, composite, clusters, out / "private_plan.json", ctx.ledger_dataset)
+    else:
+        published = clusters(None)
+        write_text_atomic(out / "reference_plan.json", published.text)
+        write_text_atomic(dictionary_sidecar(out / "reference_plan.json"), published.dictionary_text)
+    plan = published.plan
+    met = {"urania_kept_clusters": len(got["kept"]), "urania_clusters": k, "noise_scale": plan.noise_scale}
+    return json.loads(published.text), met, plan
 
 
 def _nearest(H: np.ndarray, cent: np.ndarray) -> np.ndarray:
