@@ -23,16 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.chart_labels import chart_lines
 
 __all__ = ["CardData", "gather", "render", "write_card"]
 
-MECHANISM_WORDS = {
-    "laplace": "discrete Laplace noise on all m masses; the top L noisy masses are admitted",
-    "gaussian": "discrete Gaussian noise on all m masses; the top L noisy masses are admitted",
-    "private_topL": "L rounds of private top-k admission (exponential mechanism), then discrete Gaussian "
-                    "noise on the admitted masses",
-}
+MECHANISM_WORDS = {k.name: k.card for k in mechanism_kinds.KINDS.values()}
 BIN_COLORS = {"high": "#2f6fa8", "moderate": "#6ea6d8", "low": "#bcd5ec"}
 
 
@@ -417,11 +413,11 @@ def _parameters(plan: dict, dictionary_note: str) -> str:
                                  if details.get("comparison_confidence") else "") + ")"),
     ]
     if plan.get("interval_half_width") is not None:
-        family = plan.get("L") if mech == "private_topL" else plan.get("m")
+        family = plan.get("L") if mechanism_kinds.selects_privately(mech) else plan.get("m")
         pairs.append(("accuracy intervals", f"noisy mass ± {_g(plan['interval_half_width'])}, "
                                             f"{_g((_confidence(plan) or 0) * 100)}% family-wise "
                                             f"(Bonferroni over {_g(family)})"))
-    if mech == "private_topL":
+    if mechanism_kinds.selects_privately(mech):
         pairs.append(("selection", f"fraction {_g(details.get('selection_fraction'))} of ε: "
                                    f"ε_sel = {_g(details.get('selection_epsilon'))}, "
                                    f"ε_val = {_g(details.get('value_epsilon'))}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.verify import Violation, margin_of
 
 KINDS = ("top_theme", "rank", "bin", "mass", "interval", "range", "comparison", "similar", "count", "method", "table")
@@ -119,8 +120,7 @@ def menu(view: dict) -> list[Claim]:
 
 
 # ---------------------------------------------------------------- method fields, ranges, tables
-_MECHANISM = {"laplace": "the Laplace mechanism", "gaussian": "the Gaussian mechanism",
-              "private_topL": "the private top-L mechanism (Gaussian values)"}
+_MECHANISM = {k.name: k.phrase for k in mechanism_kinds.KINDS.values()}
 
 
 def _num(v) -> float | None:

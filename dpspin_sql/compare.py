@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import dpspin_sql.opendp_lite as dp
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput, Refusal
 from dpspin_sql.mechanisms import noise_accuracy
 from dpspin_sql.request import SCALE
@@ -51,7 +52,7 @@ __all__ = ["COMPARISON_SCHEMA_VERSION", "ComparisonRequest", "Side", "side_of", 
            "validate_comparison"]
 
 COMPARISON_SCHEMA_VERSION = "1"
-MECHANISMS = ("laplace", "gaussian", "private_topL")
+MECHANISMS = mechanism_kinds.NAMES
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_EQUIVALENCE = 1.25
 MAX_COMPARISONS = 10 ** 6

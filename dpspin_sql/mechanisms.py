@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import dpspin_sql.opendp_lite as dp
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import SCALE, ReleaseRequest
 
@@ -118,7 +119,7 @@ class Mechanism:
         segments = self.request.segments
         blocks = self.request.n_segments if segments is not None and segments.admission == "per_segment" else 1
         width = self.size // blocks
-        if self.request.mechanism == "private_topL":
+        if mechanism_kinds.selects_privately(self.request.mechanism):
             select, values = (p.measurement for p in self.parts)
             admitted = [b * width + int(i) for b in range(blocks) for i in select(x[b * width:(b + 1) * width])]
             noisy_all = values(x)  # independent per coordinate; only admitted ones leave this frame
@@ -306,7 +307,7 @@ def interval_half_width(mechanism: Mechanism, confidence: float) -> float:
     request = mechanism.request
     # a segmented release: every one of its S·m coordinates (laplace, gaussian), or the L
     # per segment / L in all it admits (private_topL)
-    family = mechanism.admitted_values if request.mechanism == "private_topL" else mechanism.size
+    family = mechanism.admitted_values if mechanism_kinds.selects_privately(request.mechanism) else mechanism.size
     alpha = (1.0 - confidence) / max(family, 1)
     return noise_accuracy(mechanism.noise_kind, mechanism.noise_scale, alpha, mechanism.scale)
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.atoms import hash_entries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.mechanisms import Mechanism, NoisyRelease, comparison_margin, interval_half_width
@@ -238,7 +239,7 @@ def make_plan(noisy: NoisyRelease, mechanism: Mechanism, atoms: list, dictionary
     eps_cost, delta_cost = mechanism.cost
     details = {"noise": mechanism.noise_kind, "comparison_confidence": request.comparison_confidence,
                "fixed_point_scale": mechanism.scale} | mechanism.extra
-    if request.mechanism == "private_topL":
+    if mechanism_kinds.selects_privately(request.mechanism):
         details["selection_fraction"] = request.selection_fraction
     assert request.B is not None  # ReleaseRequest fills it in
     return Plan(mechanism=request.mechanism, epsilon=request.epsilon, delta=request.delta,

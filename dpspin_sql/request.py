@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sensitivity import ADJACENCIES, Sensitivity, fixed_point_d_in, sensitivity
 
@@ -29,7 +30,7 @@ SCALE = 1 << SCALE_BITS
 MAX_B = float(2 ** (61 - SCALE_BITS))
 
 UNITS = ("record", "user")
-MECHANISMS = ("laplace", "gaussian", "private_topL")
+MECHANISMS = mechanism_kinds.NAMES
 CALIBRATIONS = ("zcdp", "classical")
 MAX_K = 1000
 MAX_PUBLIC_DENOMINATOR = 10 ** 15
@@ -256,7 +257,7 @@ class ReleaseRequest:
         if not _integer(self.L) or self.L < 1:
             raise RequestError("L", self.L, "must be a positive integer")
         set_("L", int(self.L))
-        if self.mechanism == "private_topL":
+        if mechanism_kinds.selects_privately(self.mechanism):
             if self.selection_fraction is None:
                 set_("selection_fraction", DEFAULT_SELECTION_FRACTION)
                 defaulted.append("selection_fraction")
@@ -308,7 +309,7 @@ class ReleaseRequest:
         if self.public_denominator is not None:
             raise RequestError("public_denominator", self.public_denominator,
                                "a segmented release has no single denominator (each segment has its own size)")
-        if self.mechanism == "private_topL" and segments.admission == "per_segment" and self.adjacency != "add_drop":
+        if mechanism_kinds.selects_privately(self.mechanism) and segments.admission == "per_segment" and self.adjacency != "add_drop":
             raise RequestError("segment_admission", segments.admission,
                                "private top-L per segment is charged once by the parallel argument of "
                                "docs/DESIGN.md §11, which holds under add_drop only; use joint admission "

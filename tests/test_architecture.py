@@ -186,3 +186,43 @@ def test_the_charge_finder_finds_a_charge():
     assert _charge_calls(ast.parse("from dpspin_sql import ledger\nledger.charge(con, 1, 0)\n")) == [2]
     assert _charge_calls(ast.parse("from dpspin_sql.ledger import charge as c\nc(con, 1, 0)\n")) == [2]
     assert _charge_calls(ast.parse("x.charge(1)\n")) == []
+
+
+def _mechanism_branches(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines that branch on a mechanism's name as a literal (`x == "private_topL"`, `in (...)`)
+    or list the mechanisms by hand (a tuple, list, set or dict keyed by two or more of them)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value in names
+                                                 for c in [node.left, *node.comparators]):
+            lines.append(node.lineno)
+        elems = (node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                 else node.keys if isinstance(node, ast.Dict) else [])
+        if sum(isinstance(e, ast.Constant) and e.value in names for e in elems) >= 2:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_a_mechanism_is_named_in_one_table():
+    """What a layer asks of a mechanism it asks `mechanism_kinds` (one value object each): no
+    module but that table branches on a mechanism's name or lists the mechanisms by hand,
+    except the verifier, which imports nothing of the package."""
+    from dpspin_sql import mechanism_kinds
+    from dpspin_sql.request import MECHANISMS, ReleaseRequest
+
+    assert MECHANISMS == mechanism_kinds.NAMES == ("laplace", "gaussian", "private_topL")
+    for name, k in mechanism_kinds.KINDS.items():
+        r = ReleaseRequest(mechanism=name, epsilon=1.0, delta=1e-6 if k.needs_delta else None, unit="record")
+        assert (r.selection_fraction is not None) == k.private_selection
+    names = {"private_topL"}   # laplace and gaussian also name the values' noise, which code may branch on
+    found = {str(f.relative_to(REPO)): lines for f in PACKAGE.rglob("*.py")
+             if f.name != "mechanism_kinds.py" and "verify" not in f.relative_to(PACKAGE).parts
+             and (lines := _mechanism_branches(ast.parse(f.read_text(encoding="utf-8")), names))}
+    assert found == {}, found
+
+
+def test_the_branch_finder_finds_a_branch():
+    names = {"private_topL"}
+    assert _mechanism_branches(ast.parse('if m == "private_topL":\n    pass\n'), names) == [1]
+    assert _mechanism_branches(ast.parse('X = {"private_topL": 1, "private_topL": 2}\n'), names) == [1]
+    assert _mechanism_branches(ast.parse('raise E("use private_topL")\n'), names) == []

@@ -29,12 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from dpspin_sql import names
+from dpspin_sql import mechanism_kinds, names
 from dpspin_sql.errors import BadInput
 from dpspin_sql.experiment.probe import DEFAULT_PROBE, PROBE_SWEPT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MECHANISMS = ("laplace", "gaussian", "private_topL")   # the grid's default sweep
+MECHANISMS = mechanism_kinds.NAMES   # the grid's default sweep
 
 # Values shared by every dataset (the paper's main configuration, docs/DESIGN.md §9).
 COMMON: dict = {
@@ -301,7 +301,7 @@ def request_of(run: dict):
             mechanism=mechanism, epsilon=run["epsilon"], delta=run["delta"] if mechanism != "laplace" else None,
             unit=run["unit"], adjacency=run["adjacency"], B=run["B"] if run["unit"] == "user" else None,
             K=run["K"], L=run["L"],
-            selection_fraction=run["selection_fraction"] if mechanism == "private_topL" else None,
+            selection_fraction=run["selection_fraction"] if mechanism_kinds.selects_privately(mechanism) else None,
             calibration=run["calibration"] if mechanism != "laplace" else None,
             public_denominator=run.get("public_denominator"))
     except RequestError as exc:

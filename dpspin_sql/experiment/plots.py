@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dpspin_sql import mechanism_kinds
+
 PANELS = (("mass_retained", "mass retained", "mass retained (share of the true top-L mass)"),
           ("overlap_at_L", "overlap@L", "overlap@L (share of the true top-L atoms)"),
           ("loss_L", "loss_L (true top-L mass not admitted)", "loss_L (units of mass)"))
 FRACTIONS = {"mass_retained", "overlap_at_L"}
-MECHANISMS = ("laplace", "gaussian", "private_topL")
-LABELS = {"laplace": "Laplace sketch + top-L", "gaussian": "Gaussian sketch + top-L",
-          "private_topL": "private top-L + Gaussian values"}
-SHORT = {"laplace": "Laplace\n+ top-L", "gaussian": "Gaussian\n+ top-L", "private_topL": "private top-L\n+ Gaussian"}
-COLORS = {"laplace": "tab:blue", "gaussian": "tab:orange", "private_topL": "tab:green"}
+MECHANISMS = mechanism_kinds.NAMES
+LABELS = {k.name: k.plot for k in mechanism_kinds.KINDS.values()}
+SHORT = {k.name: k.plot_short for k in mechanism_kinds.KINDS.values()}
+COLORS = {k.name: k.color for k in mechanism_kinds.KINDS.values()}
 
 
 def _plt():

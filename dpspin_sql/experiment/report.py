@@ -13,6 +13,7 @@ import io
 import math
 from pathlib import Path
 
+from dpspin_sql import mechanism_kinds
 from dpspin_sql.experiment.artifacts import load_runs
 from dpspin_sql.experiment.metrics import describe
 
@@ -27,7 +28,7 @@ METRICS = ("overlap_at_L", "mass_retained", "loss_L", "mass_topL", "boundary_gap
            "n_records_effective", "n_users_effective",
            "probe_admitted", "probe_mentioned", "probe_np_rank", "probe_np_mass", "probe_records_assigned")
 STATS = ("mean", "min", "max", "std")
-MECH_ORDER = {"laplace": 0, "gaussian": 1, "private_topL": 2}
+MECH_ORDER = {name: i for i, name in enumerate(mechanism_kinds.NAMES)}
 
 
 def group_key(config: dict, probe: bool = False) -> tuple:
