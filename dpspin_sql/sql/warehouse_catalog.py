@@ -243,6 +243,13 @@ def same_type(declared: exp.DataType, catalog_text: str, dialect: str) -> bool:
 
 # -- the checks -----------------------------------------------------------------------------------
 
+def _shown(kind, dialect: str) -> str:
+    """The declared type as the dialect writes it (DuckDB's own name on DuckDB: VARCHAR, not TEXT)."""
+    if not isinstance(kind, exp.DataType):
+        return "?"
+    return (canonical(kind, dialect) if dialect == "duckdb" else None) or kind.sql(dialect)
+
+
 def check_declarations(creates: list[exp.Create], catalog: Catalog, dialect: str) -> None:
     """Every declared table and column is in the catalog with the declared type, or one refusal."""
     for create in creates:
@@ -254,7 +261,7 @@ def check_declarations(creates: list[exp.Create], catalog: Catalog, dialect: str
                    "declare the warehouse's tables under their names there", None)
         for col in schema.expressions:
             kind = col.args.get("kind")
-            shown = kind.sql(dialect) if isinstance(kind, exp.DataType) else "?"
+            shown = _shown(kind, dialect)
             have = _column(found, col.this, dialect)
             if have is None:
                 refuse(f"the declared column {table.name}.{col.name} ({shown}) is not in the warehouse's catalog "
@@ -289,6 +296,9 @@ def build_declarations(tables: list[exp.Table], used: set[str], catalog: Catalog
                            f"cannot read as a {dialect} type", None)
                 continue
             assert kind is not None
+            if dialect == "snowflake" and kind.this == exp.DataType.Type.DECIMAL and (
+                    len(kind.expressions) < 2 or kind.expressions[1].name == "0"):
+                kind = exp.DataType.build("BIGINT")   # NUMBER(p, 0) is what Snowflake's integer types are
             columns.append(exp.ColumnDef(this=identifier(c.name, dialect), kind=kind))
         if not columns:
             refuse(f"no column of {found.shown()} in the catalog has a type the audit can read", None)
