@@ -26,7 +26,9 @@ the emitted query on the right tables — is the curator's to vouch for, as for 
 A statement over the warehouse's own tables declares them first (CREATE TABLE statements
 in the statement file, `dpspin_sql.sql.catalog`): both phases audit it against the same
 declared column types, and the emitted query reads the tables under their own names next
-to the warehouse's `atoms` (and, at user level, the store's `records`).
+to the warehouse's `atoms` (and, at user level, the store's `records`). With the
+warehouse's catalog file (`--catalog`, `dpspin_sql.sql.warehouse_catalog`) the declarations
+are checked against it, or made from it, and the ledger row adds its `catalog_sha256`.
 """
 from __future__ import annotations
 

@@ -14,7 +14,9 @@ DP statement:
 Both phases read the same file, so they audit against the same types and derive the same
 request and bounds; the ledger's statement hash covers the declarations too. Only names
 and types are read (column definitions; constraints, defaults and options are ignored,
-anything else is refused). The declared tables are created, empty, in a private in-memory
+anything else is refused). With the warehouse's catalog file (`--catalog`,
+`sql.warehouse_catalog`) the declarations are checked against the warehouse's own column
+types, or made from them when the file declares nothing (`audit_for_warehouse`). The declared tables are created, empty, in a private in-memory
 DuckDB database, and `sql/own.py` audits the statement against it exactly as against a
 user's DuckDB database; the emitted query then names the tables and columns as declared.
 
@@ -184,7 +186,7 @@ def catalog_query_for(text: str, dialect: str) -> str:
 def audit_for_warehouse(text: str, dialect: str, catalog=None):
     """(the Audited statement, the declarations or None): the statement audited against the
     declared tables when the text declares any, else as a statement over the store's tables.
-    With `catalog` (`warehouse_catalog.Catalog`, the warehouse's own column types) the
+    With `catalog` (`sql.warehouse_catalog.Catalog`, the warehouse's own column types) the
     declarations are checked against it, or made from it when the file has none."""
     from dpspin_sql.sql.audit import audit_statement
 

@@ -76,7 +76,7 @@ def emit_sketch(sql: str, dialect: str = "duckdb", catalog=None) -> str:
     The statement reads the store's tables (a warehouse holds them in the store's shape), or
     the warehouse's own tables declared by CREATE TABLE statements before it (sql/catalog.py;
     the warehouse then also holds the store's atoms, and at user level its records).
-    `catalog` (a `warehouse_catalog.Catalog` or the path of a catalog file) checks the
+    `catalog` (a `sql.warehouse_catalog.Catalog` or the path of a catalog file) checks the
     declarations against the warehouse's own column types, or gives them."""
     from dpspin_sql.sql.catalog import audit_for_warehouse, warehouse_source
 
