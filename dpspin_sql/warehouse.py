@@ -26,7 +26,9 @@ the emitted query on the right tables — is the curator's to vouch for, as for 
 A statement over the warehouse's own tables declares them first (CREATE TABLE statements
 in the statement file, `dpspin_sql.sql.catalog`): both phases audit it against the same
 declared column types, and the emitted query reads the tables under their own names next
-to the warehouse's `atoms` (and, at user level, the store's `records`).
+to the warehouse's `atoms` (and, at user level, the store's `records`). With the
+warehouse's catalog file (`--catalog`, `dpspin_sql.sql.warehouse_catalog`) the declarations
+are checked against it, or made from it, and the ledger row adds its `catalog_sha256`.
 """
 from __future__ import annotations
 
@@ -263,11 +265,13 @@ def check_vector(rows: list[tuple[Any, Any]], atom_ids: list[int], bound_fix: in
 
 def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *, out: str | Path | None = None,
                         fmt: str | None = None, max_units: int | None = None, dataset: str | None = None,
-                        outputs=None, delimiter: str | None = None):
+                        outputs=None, delimiter: str | None = None, catalog: str | Path | None = None):
     """Release a plan from a warehouse-computed sketch of `statement` (see the module docstring).
 
     Raises AuditRefusal for an unsafe statement (exit 1), BadInput for a result that does not
     check (exit 2), BudgetExceeded when it does not fit; none of them charges anything.
+    `catalog` is the warehouse's catalog file (`sql.warehouse_catalog.read_catalog`): the
+    declarations are checked against it, or made from it, and its sha256 is recorded.
     """
     from dpspin_sql import ledger
     from dpspin_sql.atoms import current_atoms
@@ -285,7 +289,12 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
                        f"{', '.join(WAREHOUSES)}, not {dialect!r}")
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise BadInput(f"--max-units must be a positive integer, not {max_units!r}")
-    audited, _ = audit_for_warehouse(statement, dialect)   # declared tables: audited against them
+    checked = None
+    if catalog is not None:
+        from dpspin_sql.sql.warehouse_catalog import read_catalog
+
+        checked = read_catalog(catalog, dialect)
+    audited, _ = audit_for_warehouse(statement, dialect, checked)   # declared tables: audited against them
     request = audited.request
     with resolve(con) as con:
         atoms = current_atoms(con)
@@ -304,7 +313,10 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
         sketch = Sketch(atom_ids=np.array(atom_ids, dtype=np.int64), mass=mass, unit=bounds.unit, K=bounds.K,
                         B=bounds.B, n_records=0, n_users=0)
         details: dict[str, Any] = {"statement_sha256": statement_hash(statement),
-                   "sketch_sql_sha256": "sha256:" + hashlib.sha256(emit_sketch(statement, dialect).encode()).hexdigest()}
+                   "sketch_sql_sha256": "sha256:" + hashlib.sha256(emit_sketch(statement, dialect, checked).encode())
+                                                 .hexdigest()}
+        if checked is not None:   # what the audit's column types were checked against
+            details["catalog_sha256"] = checked.sha256
         if max_units is not None:
             details["max_units"] = max_units
         engine = GivenSketch(sketch, name=f"warehouse:{dialect}", details=details)

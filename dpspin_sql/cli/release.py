@@ -58,6 +58,10 @@ def release(db: Path = DB,
                 None, "--dialect", rich_help_panel="Two-phase warehouse release",
                 help="The warehouse that ran it: bigquery|snowflake|trino|postgres|spark|duckdb (recorded in the "
                      "ledger as warehouse:DIALECT)."),
+            catalog: Optional[Path] = typer.Option(
+                None, "--catalog", rich_help_panel="Two-phase warehouse release", metavar="FILE",
+                help="The warehouse's catalog rows (dpspin sql --catalog-query), as given to --emit-sketch: the "
+                     "declarations are checked against it (or made from it); its sha256 is recorded."),
             result_format: Optional[str] = typer.Option(
                 None, "--format", rich_help_panel="Two-phase warehouse release",
                 help="csv | json | jsonl | parquet (default: from the file name)."),
@@ -120,7 +124,7 @@ def release(db: Path = DB,
              "--calibration": calibration, "--public-denominator": public_denominator,
              "--comparison-margin": comparison_margin, "--confidence": confidence}
     two_phase = {"--statement": statement, "--dialect": dialect, "--format": result_format,
-                 "--max-units": max_units}
+                 "--max-units": max_units, "--catalog": catalog}
     engine_flags = {"--assignments": assignments, "--records": records, "--memory-limit": memory_limit,
                     "--temp-directory": temp_directory, "--progress": progress}
     if from_sketch is not None and any(v is not None for v in engine_flags.values()):
@@ -142,10 +146,11 @@ def release(db: Path = DB,
 
         text = read_statement(statement)
         con = store.connect(db)
-        outputs = Outputs(inputs=[from_sketch, statement], store=db, force=force)
+        outputs = Outputs(inputs=[p for p in (from_sketch, statement, catalog) if p is not None], store=db,
+                          force=force)
         plan = release_from_sketch(con, text, from_sketch, dialect, out=out_path, fmt=result_format,
                                    max_units=max_units, dataset=dataset, outputs=outputs,
-                                   delimiter=parse_delimiter(delimiter))
+                                   delimiter=parse_delimiter(delimiter), catalog=catalog)
         _report(con, plan, None, out_path, dataset, quiet)
         return
     stray = [name for name, value in two_phase.items() if value is not None]

@@ -4,6 +4,8 @@
     dpspin sql --db FILE -f query.sql [--engine duckdb|spark|postgres --pg-dsn DSN]
     dpspin sql --db FILE --public mine.themes "… FROM mine.scored_view JOIN mine.reviews USING (review_id) …"
     dpspin sql --dialect spark|bigquery|snowflake|trino|postgres|duckdb --emit-sketch "…"
+    dpspin sql --dialect D --catalog-query -f query.sql      # the warehouse's column types, to export
+    dpspin sql --dialect D --emit-sketch -f query.sql --catalog cols.csv
 
 Refusals (audit, budget) exit 1 and write no plan; unparseable SQL and bad options exit 2.
 """
@@ -33,6 +35,15 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                               help="duckdb|spark|bigquery|snowflake|trino|postgres (with --emit-sketch)."),
         emit: bool = typer.Option(False, "--emit-sketch/--no-emit-sketch",
                                   help="Print the enforced sketch query; run nothing."),
+        catalog_query: bool = typer.Option(
+            False, "--catalog-query/--no-catalog-query",
+            help="Print the information_schema query (in --dialect) that lists the column types of the tables "
+                 "the file declares or reads; export its rows and pass them with --catalog. Runs nothing."),
+        catalog: Optional[Path] = typer.Option(
+            None, "--catalog", metavar="FILE",
+            help="With --emit-sketch: the warehouse's catalog rows (CSV, JSON, Parquet) as --catalog-query "
+                 "lists them; every declared column must be there with the same type, or, with no CREATE "
+                 "TABLE in the file, the declarations are made from it (docs/WAREHOUSE.md)."),
         engine: str = typer.Option("duckdb", "--engine", help="duckdb | spark | postgres: where the sketch is computed."),
         pg_dsn: Optional[str] = typer.Option(None, "--pg-dsn", envvar="DPSPIN_PG_DSN",
                                              help="PostgreSQL connection string (engine postgres)."),
@@ -45,13 +56,35 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                    "may aggregate over public tables alone, and join them freely. Repeatable; "
                                    "recorded in the ledger."),
         quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="Print only the plan path.")) -> None:
-    """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge."""
+    """Run a DP-SPIN SQL statement (docs/SQL.md): audit, rewrite to the enforced sketch, release, charge.
+
+    Two-phase over the warehouse's own tables, with the declared column types checked against
+    the warehouse's catalog (docs/WAREHOUSE.md):
+    dpspin sql --dialect postgres --catalog-query -f query.sql > catalog.sql   (run it; save its rows as cols.csv)
+    dpspin sql --dialect postgres --emit-sketch -f query.sql --catalog cols.csv > sketch.sql
+    """
     from dpspin_sql.sql import run as sql_run
 
     text = _statement(query, file)
-    if emit:
-        typer.echo(sql_run.emit_sketch(text, dialect or "duckdb"), nl=False)
+    if catalog_query:
+        if emit or catalog is not None:
+            raise BadInput("--catalog-query prints the catalog query alone; run it, then give its rows with "
+                           "--emit-sketch --catalog FILE")
+        from dpspin_sql.sql.catalog import catalog_query_for
+
+        typer.echo(catalog_query_for(text, dialect or "duckdb"), nl=False)
         return
+    if emit:
+        from dpspin_sql.sql.catalog import split_statement
+
+        sketch = sql_run.emit_sketch(text, dialect or "duckdb", catalog)
+        if catalog is None and split_statement(text, dialect or "duckdb")[0]:
+            err.print("the column types were taken from the file's CREATE TABLE declarations, unchecked: check them "
+                      "against the warehouse with --catalog-query, then --catalog FILE in both phases", markup=False)
+        typer.echo(sketch, nl=False)
+        return
+    if catalog is not None:
+        raise BadInput("--catalog goes with --emit-sketch (a statement run here reads its tables' own types)")
     if dialect is not None:
         raise BadInput("--dialect goes with --emit-sketch (the statement itself runs on --engine)")
     if db is None:

@@ -14,7 +14,9 @@ DP statement:
 Both phases read the same file, so they audit against the same types and derive the same
 request and bounds; the ledger's statement hash covers the declarations too. Only names
 and types are read (column definitions; constraints, defaults and options are ignored,
-anything else is refused). The declared tables are created, empty, in a private in-memory
+anything else is refused). With the warehouse's catalog file (`--catalog`,
+`sql.warehouse_catalog`) the declarations are checked against the warehouse's own column
+types, or made from them when the file declares nothing (`audit_for_warehouse`). The declared tables are created, empty, in a private in-memory
 DuckDB database, and `sql/own.py` audits the statement against it exactly as against a
 user's DuckDB database; the emitted query then names the tables and columns as declared.
 
@@ -148,12 +150,58 @@ def declare(creates: list[exp.Create], dialect: str) -> Declared:
     return Declared(con, unquoted, seen)
 
 
-def audit_for_warehouse(text: str, dialect: str):
+STORE_TABLES = ("assignments", "records", "atoms")   # the store's, in the warehouse under these names
+
+
+def statement_tables(statement: str) -> tuple[list[exp.Table], set[str]]:
+    """(the tables the DP statement reads other than the store's, each once; the lower-case
+    names of the columns it names): what a catalog gives declarations for."""
+    from dpspin_sql.sql.dialect import parse
+
+    tree = parse(statement)
+    seen: dict[tuple[str, str, str], exp.Table] = {}
+    for node in tree.find_all(exp.Table):
+        if isinstance(node.this, exp.Identifier) and node.name.lower() not in STORE_TABLES:
+            key = (node.catalog.lower(), node.db.lower(), node.name.lower())
+            seen.setdefault(key, exp.Table(**{k: node.args[k].copy() for k in ("this", "db", "catalog")
+                                              if node.args.get(k) is not None}))
+    used = {c.name.lower() for c in tree.find_all(exp.Column)} | {
+        i.name.lower() for i in tree.find_all(exp.Identifier)}
+    return list(seen.values()), used
+
+
+def catalog_query_for(text: str, dialect: str) -> str:
+    """The information_schema query for the tables the file declares (or, without declarations,
+    the statement reads): `dpspin sql --catalog-query`."""
+    from dpspin_sql.sql.warehouse_catalog import catalog_query
+
+    creates, statement = split_statement(text, dialect)
+    tables = [c.this.this for c in creates] if creates else statement_tables(statement)[0]
+    if not tables:
+        raise BadInput("the statement reads the store's assignments and records and declares no tables; "
+                       "--catalog-query lists the columns of the warehouse's own tables")
+    return catalog_query(tables, dialect)
+
+
+def audit_for_warehouse(text: str, dialect: str, catalog=None):
     """(the Audited statement, the declarations or None): the statement audited against the
-    declared tables when the text declares any, else as a statement over the store's tables."""
+    declared tables when the text declares any, else as a statement over the store's tables.
+    With `catalog` (`sql.warehouse_catalog.Catalog`, the warehouse's own column types) the
+    declarations are checked against it, or made from it when the file has none."""
     from dpspin_sql.sql.audit import audit_statement
 
     creates, statement = split_statement(text, dialect)
+    if catalog is not None:
+        from dpspin_sql.sql.warehouse_catalog import build_declarations, check_declarations
+
+        if creates:
+            check_declarations(creates, catalog, dialect)
+        else:
+            tables, used = statement_tables(statement)
+            if not tables:
+                raise BadInput("--catalog checks the warehouse's own tables; the statement reads the store's "
+                               "assignments and records (drop --catalog)")
+            creates = build_declarations(tables, used, catalog, dialect)
     if not creates:
         return audit_statement(text), None
     declared = declare(creates, dialect)

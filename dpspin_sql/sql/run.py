@@ -70,14 +70,24 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
             refuse_field(exc, audited.options, audited.statement.args["hint"])
 
 
-def emit_sketch(sql: str, dialect: str = "duckdb") -> str:
+def emit_sketch(sql: str, dialect: str = "duckdb", catalog=None) -> str:
     """The audited statement's enforced sketch query for `dialect` (nothing is run or charged):
     one (atom_id, mass) row per atom, zeros included, for `dpspin release --from-sketch`.
     The statement reads the store's tables (a warehouse holds them in the store's shape), or
     the warehouse's own tables declared by CREATE TABLE statements before it (sql/catalog.py;
-    the warehouse then also holds the store's atoms, and at user level its records)."""
+    the warehouse then also holds the store's atoms, and at user level its records).
+    `catalog` (a `sql.warehouse_catalog.Catalog` or the path of a catalog file) checks the
+    declarations against the warehouse's own column types, or gives them."""
     from dpspin_sql.sql.catalog import audit_for_warehouse, warehouse_source
 
-    audited, declared = audit_for_warehouse(sql, dialect)
+    audited, declared = audit_for_warehouse(sql, dialect, _catalog(catalog, dialect))
     source = None if declared is None else warehouse_source(audited, declared, dialect)
     return sketch_sql(audited.request.bounds, audited.filters, dialect, complete=True, source=source) + ";\n"
+
+
+def _catalog(catalog, dialect: str):
+    from dpspin_sql.sql.warehouse_catalog import Catalog, read_catalog
+
+    if catalog is None or isinstance(catalog, Catalog):
+        return catalog
+    return read_catalog(catalog, dialect)
