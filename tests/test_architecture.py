@@ -226,3 +226,34 @@ def test_the_branch_finder_finds_a_branch():
     assert _mechanism_branches(ast.parse('if m == "private_topL":\n    pass\n'), names) == [1]
     assert _mechanism_branches(ast.parse('X = {"private_topL": 1, "private_topL": 2}\n'), names) == [1]
     assert _mechanism_branches(ast.parse('raise E("use private_topL")\n'), names) == []
+
+
+def _shared_runs(texts: dict[str, str], n: int) -> dict[tuple[str, ...], set[str]]:
+    """Runs of `n` consecutive SQL lines (comments and blank lines left out) found in more than one text."""
+    seen: dict[tuple[str, ...], set[str]] = {}
+    for name, text in texts.items():
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+        for i in range(len(lines) - n + 1):
+            seen.setdefault(tuple(lines[i:i + n]), set()).add(name)
+    return {run: names for run, names in seen.items() if len(names) > 1}
+
+
+def test_no_hand_written_query_repeats_another():
+    """The enforcement SQL is written once: the record step both sketch forms run is one file
+    each unit (`-- @include`), and no two hand-written queries share ten lines. The compiled
+    renders are generated from the store forms (tests/test_compiled.py), so they are left out."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted((REPO / "queries").glob("*.sql"))
+             if not p.name.startswith("compiled_")}
+    assert _shared_runs(texts, 10) == {}
+    assert _shared_runs({"a": "x\n" * 12, "b": "-- note\n" + "x\n" * 10}, 10)   # the finder finds a run
+
+
+def test_the_store_and_portable_forms_include_the_same_record_step():
+    from dpspin_sql import queries
+
+    for unit in ("record", "user"):
+        step = queries.load(f"record_step_{unit}").split("\n", 1)[1]
+        for form in (f"sketch_{unit}", f"sketch_store_{unit}"):
+            assert f"-- @include record_step_{unit}" in (REPO / "queries" / f"{form}.sql").read_text()
+            assert "per_record AS (" in queries.load(form) and "@include" not in queries.load(form)
+        assert step
