@@ -146,9 +146,20 @@ def method_clause(view: dict, field: str) -> str | None:
     if x is None:
         return None
     return {"epsilon": f"ε = {x:g}", "delta": f"δ = {x:g}", "B": f"B = {x:g}", "K": f"K = {int(x)}",
-            "noise_scale": f"noise scale {x:.2f}", "comparison_margin": f"comparison margin {x:.1f}",
+            "noise_scale": f"noise scale {_stated(x, 2)}", "comparison_margin": f"comparison margin {_stated(x, 1)}",
             "public_denominator": f"public denominator {int(x):,}",
             "interval_confidence": f"{x * 100:g}% confidence intervals"}.get(field)
+
+
+def _stated(x: float, places: int) -> str:
+    """x to `places` decimals, one more while the value lies exactly halfway between two such
+    numbers (1.25 at one decimal): the verifier reads an exact half as no statement of the value."""
+    while places < 8:
+        text = f"{x:.{places}f}"
+        if abs(abs(float(text) - x) - 0.5 * 10 ** -places) > 1e-9 * max(1.0, abs(x)):
+            return text
+        places += 1
+    return f"{x:g}"
 
 
 def _support_range(view: dict, a: dict) -> tuple[float, float] | None:

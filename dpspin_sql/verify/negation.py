@@ -77,7 +77,9 @@ def _answer(c: Check, s: int) -> str | None:
     nxt = re.sub(r"^\s*(?:[-*•>]\s*)*(?:a|answer)\s*[:.]\s*", "", nxt, flags=re.I)   # "A: No."
     if re.match(r"\s*(?:yes|yep|indeed|correct|right|it\s+is|they\s+are)\b", nxt, re.I):
         return "yes"
-    if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all)|it\s+is\s+not|it['’]s\s+not)\b", nxt, re.I):
+    if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all|demonstrably|significantly|meaningfully|clearly|"
+                r"reliably|necessarily|detectably|measurably)|it\s+is\s+not|it['’]s\s+not|(?:it\s+is\s+)?unclear|"
+                r"(?:we\s+)?(?:cannot|can['’]t)\s+(?:say|tell))\b", nxt, re.I):
         return "no"
     return None
 

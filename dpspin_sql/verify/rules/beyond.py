@@ -35,7 +35,9 @@ EXACT = re.compile(r"\b(?:exactly|precisely)\s+(?:[\d,.]+|\w+)\s+(?:\w+\s+){0,2}
 CAUSE = re.compile(
     r"\b(?:because|cause[sd]?|causing|caused\s+by|leads?\s+to|led\s+to|leading\s+to|results?\s+(?:in|from)|"
     r"resulted\s+(?:in|from)|resulting\s+(?:in|from)|as\s+a\s+(?:direct\s+)?(?:result|consequence)|"
-    r"(?:the|a)\s+(?:direct\s+)?(?:result|consequence|product|function|by-?product)\s+of|drives?|drove|driving|driven\s+by|"
+    r"(?:the|a)\s+(?:direct\s+)?(?:result|consequence|product|function|by-?product)\s+of|drives?|drove|driving|"
+    r"(?:driven|caused|explained|fueled|fuelled|powered|propelled|spurred|prompted|motivated|shaped|boosted|lifted|"
+    r"pushed|pulled|dragged|held\s+back|weighed\s+down)\s+(?:\w+ly\s+|in\s+(?:large\s+)?part\s+|mostly\s+|mainly\s+|)by|"
     r"driver|drivers|due\s+to|owing\s+to|thanks\s+to|on\s+account\s+of|in\s+light\s+of|triggers?|triggered|"
     r"explains?|explained|explaining|explanation|explanations|"
     r"(?:is|are|was|were)\s+linked\s+to|linked\s+with|tied\s+to|correlates?|correlated|correlation|"

@@ -66,9 +66,23 @@ def _list_predicates(c: Check) -> None:
             judged(c, s, e, "wrong_bin", functools.partial(_claim, c, names, s, e, men))
 
 
+# the public bin rule stated: "bins use support thresholds of 10% for high and 3% for moderate",
+# "the cut-off for low is rank 8": the bin word names a bin of the rule, not a theme's bin
+_RULE_CLAUSE = re.compile(r"\b(?:thresholds?|cut-?offs?|bin\s+rule|bins?\s+(?:use|are\s+set|follow|mean|go\s+by))\b", re.I)
+_RULE_BIN = re.compile(r"\bfor\s+(?:the\s+)?(?:a\s+)?$", re.I)
+
+
+def _names_the_rule(c: Check, s: int, e: int) -> bool:
+    cs, ce = c.clause_at(s)
+    return (not c.in_range(cs, ce) and bool(_RULE_CLAUSE.search(c.masked[cs:ce]))
+            and bool(_RULE_BIN.search(c.masked[max(cs, s - 12):s])))
+
+
 def check(c: Check) -> None:
     _list_predicates(c)
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
+        if _names_the_rule(c, s, e):
+            continue
         k = c.sentence_of(s)
         cs = c.clause_at(s)[0]
         items = [] if c.in_range(*c.sents[k]) else c.listed(s)

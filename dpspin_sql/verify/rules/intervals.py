@@ -21,7 +21,8 @@ _PM_RX = re.compile(PM, re.I)
 _ALONE = re.compile(r"\bmargin\s+of\s+error\s+(?:of\s+|is\s+|was\s+|:\s*)?|\baccurate\s+to\s+within\s+|\bwithin\s+(?=±)", re.I)
 _POINTS = re.compile(r"\s*(?:%|percent\b|per\s+cent\b|percentage\s+points?\b|points?\b|pp\b)", re.I)
 _RANGE_CUE = re.compile(r"\b(?:interval|range|ci|confidence|plausible|likely|credible)\b", re.I)
-_CONF_AFTER = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:confidence|ci\b|intervals?|credible|level)", re.I)
+_CONF_AFTER = re.compile(r"\s*(?:%|percent|per\s+cent)?\s*(?:(?:family-?wise|simultaneous|joint|two-sided)\s+)?"
+                         r"(?:confidence|ci\b|intervals?|credible|level)", re.I)
 _BETWEEN = re.compile(r"\b(between|from)\s+$", re.I)
 
 

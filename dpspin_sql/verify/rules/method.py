@@ -32,6 +32,11 @@ from .numbers import EXACT_FIELDS
 _JOIN = (r"\s*(?:\([^()\n]{0,30}\)\s*)?(?:=|≈|~|:|≤|\||is|was|of|at|to|set\s+to|equal\s+to|equals|around|about|roughly|"
          r"approximately|near|only|just|\(|,)*\s*")
 _FIELDS: list[tuple[str, str]] = [
+    # the specific fields first: "selection ε = 1" is the selection's ε, not the plan's
+    ("selection_fraction", r"selection\s+(?:share|fraction)|share\s+of\s+(?:the\s+)?(?:ε|epsilon|budget)\s+"
+                           r"(?:spent\s+)?on\s+(?:the\s+)?(?:admission|selection)"),
+    ("selection_epsilon", r"selection\s+(?:ε|epsilon)|(?:ε|epsilon)\s+(?:for|of)\s+(?:the\s+)?(?:selection|admission)"),
+    ("value_epsilon", r"value\s+(?:ε|epsilon)|(?:ε|epsilon)\s+(?:for|of)\s+(?:the\s+)?(?:values|measurement)"),
     ("epsilon", r"ε|epsilon|privacy\s+budget|privacy\s+loss|privacy\s+parameter"),
     ("delta", r"δ|delta"),
     ("B", r"(?<![\w-])B|contribution\s+bound|per[\s-]user\s+bound|user\s+bound"),
@@ -39,15 +44,13 @@ _FIELDS: list[tuple[str, str]] = [
     ("L", r"(?<![\w-])L"),
     ("m", r"(?<![\w-])m"),
     ("noise_scale", r"σ|sigma|noise\s+scale|scale\s+of\s+the\s+noise|noise\s+standard\s+deviation|"
-                    r"standard\s+deviation|laplace\s+scale|gaussian\s+scale|noise\s+of\s+scale"),
+                    r"standard\s+deviation|laplace\s+scale|gaussian\s+scale|noise\s+of\s+scale|(?<![\w-])scale"),
     ("comparison_margin", r"comparison\s+margin|(?<!error\s)margin(?!\s+of\s+error)"),
     ("public_denominator", r"public\s+denominator|denominator"),
     ("interval_half_width", r"half[\s-]?width"),
-    ("selection_fraction", r"selection\s+(?:share|fraction)|share\s+of\s+(?:the\s+)?(?:ε|epsilon|budget)\s+"
-                           r"(?:spent\s+)?on\s+(?:the\s+)?(?:admission|selection)"),
-    ("selection_epsilon", r"selection\s+(?:ε|epsilon)|(?:ε|epsilon)\s+(?:for|of)\s+(?:the\s+)?(?:selection|admission)"),
-    ("value_epsilon", r"value\s+(?:ε|epsilon)|(?:ε|epsilon)\s+(?:for|of)\s+(?:the\s+)?(?:values|measurement)"),
 ]
+_PART_AFTER = re.compile(r"\s*(?:is\s+|was\s+)?(?:spent\s+|used\s+)?(?:for|on|in)\s+(?:the\s+)?(selection|admission|values?|"
+                        r"measurement)\b", re.I)
 _BOUND = [(k, re.compile(r"(?:" + v + r")" + _JOIN + r"$", re.I)) for k, v in _FIELDS]
 
 
@@ -114,6 +117,10 @@ def check(c: Check) -> None:
         for key, rx in _BOUND:
             if not rx.search(before) or (num.pct and key not in ("selection_fraction",)):
                 continue   # a percentage right after a field's name is its confidence level or a share, not the field
+            if key == "epsilon":   # "an epsilon of 1 for the selection": the part is named after the number
+                part = _PART_AFTER.match(txt, e)
+                if part:
+                    key = "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
             v = field_value(p, key)
             if v is None or not _matches(num, v, key):
                 what = "not in the plan" if v is None else f"{v:g}"

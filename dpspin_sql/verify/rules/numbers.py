@@ -177,14 +177,17 @@ _GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|se
 
 def _gap_value(c: Check, num: Num) -> bool:
     """'The gap between them is about 3.5', 'A leads B by about 3.5': a number in a clause about a gap is the
-    released difference of two themes in scope (the sentence's, else the previous sentence's): masses, or
-    supports in points for a percentage."""
+    released difference of two themes in scope (the sentence's, with those of up to three sentences before
+    while it names fewer than two: a pronoun's theme): masses, or supports in points for a percentage."""
     cs, ce = c.clause_at(num.start)
     if not _GAP.search(c.masked[cs:num.start]) and not _GAP.search(c.masked[num.end:ce]):
         return False
     k = c.sentence_of(num.start)
-    scope = c.in_range(*c.sents[k]) or (c.in_range(*c.sents[k - 1]) if k > 0 else [])
-    atoms = sorted({x for m in scope for x in m.atoms})
+    atoms = sorted({x for m in c.in_range(*c.sents[k]) for x in m.atoms})
+    back = k
+    while len(atoms) < 2 and back > 0 and k - back < 3:   # "It leads happy hour by 23.5": the pronoun's theme is before
+        back -= 1
+        atoms = sorted(set(atoms) | {x for m in c.in_range(*c.sents[back]) for x in m.atoms})
     for i, a in enumerate(atoms):
         for b in atoms[i + 1:]:
             x, y = c.atom(a), c.atom(b)

@@ -28,7 +28,8 @@ from ..context import Check
 from ..lexicon import Mention
 from ..numeric import number_matches, numbers
 from ..plan import mass, mass_interval, support_interval
-from ..vocab import BIN_PATTERNS, bin_word_applies
+from ..text import content, stem
+from ..vocab import BIN_PATTERNS, THEME_PUBLIC, bin_word_applies
 
 _ROLES = [
     ("rank", re.compile(r"^(?:#|no\.?|n[º°]|rank(?:ing)?|position|place|order|pos\.?)$", re.I)),
@@ -144,6 +145,7 @@ def _row(c: Check, row: list[tuple[int, int]], roles: list[str]) -> None:
                 c.consume(s, e)
                 c.mask(s, e, " ")
         return
+    _unnamed_in_cell(c, theme, ms)
     atoms = [c.atom(x) for m in ms for x in m.atoms]
     for (s, e), role in zip(row, roles):
         if role in ("note", "theme") or e <= s:
@@ -170,6 +172,29 @@ def _row(c: Check, row: list[tuple[int, int]], roles: list[str]) -> None:
             c.add(code, s, e, f'"{cell}" in the {role} column is not the released {role} of {who}')
         c.consume(s, e)
         c.mask(s, e, " ")
+
+
+_FILLER = {"and", "or", "the", "a", "an", "etc", "plus", "also", "both", "with", "nor"}
+
+
+def _unnamed_in_cell(c: Check, cell: tuple[int, int], ms: list[Mention]) -> None:
+    """A theme cell that lists several themes ("wait staff, live music") fails closed on each item:
+    what is left of the cell when its mentions are taken out must be separators and public words."""
+    a, b = cell
+    chars = list(c.text[a:b])
+    for m in ms:
+        for i in range(max(m.start, a), min(m.end, b)):
+            chars[i - a] = " "
+    rest = "".join(chars)
+    known = {t for x in c.lex.atoms.values() for t in content(str(x.get("label", "")) + " " + str(x.get("description") or ""))}
+    for part in re.finditer(r"[^,;/&|+]+", rest):
+        words = [w.lower() for w in re.findall(r"[A-Za-z][\w'-]*", part.group()) if content(w)]   # no stop words
+        # a word of some theme's label or description is a paraphrase or a qualifier ("(payday)"), judged elsewhere
+        if any(w not in _FILLER and w not in THEME_PUBLIC and stem(w) not in THEME_PUBLIC
+               and not (set(content(w)) & known) for w in words):
+            s0 = a + part.start() + (len(part.group()) - len(part.group().lstrip()))
+            e0 = a + part.start() + len(part.group().rstrip())
+            c.add("unknown_theme", s0, e0, f'"{c.text[s0:e0]}" in the theme column is no released theme of the plan')
 
 
 def _value_ok(c: Check, atoms: list[dict], n, role: str) -> bool:

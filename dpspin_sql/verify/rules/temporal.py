@@ -193,17 +193,29 @@ STEADY = re.compile(r"\b(?:stayed|stays|remained|remains|held|holds)\s+(?:(?:abo
                     r"|\b(?:held|holding)\s+steady\b|\bunchanged\b|\b(?:little|barely|hardly)\s+changed\b", re.I)
 
 
+def _disclaimed(c: Check, ss: int, s: int) -> bool:
+    """A disclaimer governs the claim at s: it comes before it in the sentence ("a single plan cannot show
+    whether …"), or stands in the claim's own clause; one in a later clause of its own does not ("A has been
+    growing over recent months, though it cannot be separated from B")."""
+    cs, ce = c.clause_at(s)
+    for lo, hi in ((ss, s), (cs, ce)):
+        part = c.text[lo:hi]
+        if DISCLAIMER.search(part) or (NEGATION.search(part) and ABILITY.search(part)):
+            return True
+    return False
+
+
 def check(c: Check) -> None:
     if c.plan.get("time_dimension"):
         return  # a plan with per-period values: left to a rule that can check change against them
     txt = c.masked
     for ss, se in c.sents:
         sentence = c.text[ss:se]
-        if DISCLAIMER.search(sentence) or (NEGATION.search(sentence) and ABILITY.search(sentence)):
-            continue  # "a single plan cannot show whether …", "they say nothing about how themes change"
         if HYPOTHETICAL.search(sentence) and not (TIME_FRAME.search(txt[ss:se]) or TIME_FRAME_CS.search(sentence)):
             continue  # "a change of a few complaints would not alter the ranking"
         extra = [m.span() for rx in (_MORE_CHANGE, STEADY) for m in rx.finditer(txt, ss, se)]
         for s, e in sorted(set(_claims(c, txt, ss, se)) | set(extra)):
+            if _disclaimed(c, ss, s):
+                continue  # "a single plan cannot show whether …", "they say nothing about how themes change"
             c.add("unsupported_trend", s, e, f'"{c.text[s:e]}" claims a change over time; a released plan is one '
                   "snapshot with no time dimension, so no trend is supported")

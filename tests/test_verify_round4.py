@@ -1,0 +1,63 @@
+"""The forms round 4 of the held-out corpora taught (docs/VERIFIER.md, *Measured on held-out corpora*), each in
+general form with wordings the corpus did not use: input → verdict over the round's real plans."""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from dpspin_sql.verify import verify
+
+PLANS = Path(__file__).parent / "data" / "heldout" / "plans"
+
+
+@cache
+def plan(name: str) -> dict:
+    return json.loads((PLANS / f"r4_{name}.json").read_text(encoding="utf-8"))
+
+
+YELP_TOPL, YELP, AMAZON, CFPB_D = "yelp_topl_user", "yelp_laplace_user", "amazon_gaussian_user", "cfpb_laplace_denominator"
+
+CASES = [
+    # the selection's and the values' ε are fields of their own, not the plan's ε
+    (YELP_TOPL, "Selection ε = 1 and value ε = 1, total ε = 2, δ = 1e-6.", True),
+    (YELP_TOPL, "The admission used an epsilon of 1 for the selection; the values got the other 1.", True),
+    (YELP_TOPL, "Selection ε = 1.5 and value ε = 0.5.", False),
+    (YELP_TOPL, "The plan's ε = 1.", False),
+    # the bin rule stated is no bin claim about a theme
+    (CFPB_D, "Bins use support thresholds of 10% for high and 3% for moderate.", True),
+    (CFPB_D, "The cut-off for high is 10% support.", True),
+    # a wh-question asserts nothing; its answer is checked
+    (AMAZON, "Q: Which themes are tied at the bottom?\nA: Long lasting and fine lines cannot be told apart.", True),
+    (AMAZON, "Which theme is second?\nCurly hair.", False),
+    # "not demonstrably" answers no
+    (AMAZON, "Is good quality more common than pleasant scent?\nNot demonstrably: they are within the margin.", True),
+    (AMAZON, "Is good quality more common than pleasant scent?\nYes.", False),
+    # a gap stated after a pronoun: the difference of the themes named just before
+    (YELP_TOPL, "Is good food ahead of happy hour?\nYes. It leads happy hour by about 23.5.", True),
+    (YELP_TOPL, "Is good food ahead of happy hour?\nYes. It leads happy hour by about 40.", False),
+    # a 95% family-wise (simultaneous, joint) interval of ± the half-width
+    (YELP_TOPL, "Every value carries a 95% family-wise interval of ±12.4.", True),
+    (YELP_TOPL, "All masses hold within a 95% simultaneous interval of ±12.4.", True),
+    (YELP_TOPL, "Every value carries a 95% family-wise interval of ±20.", False),
+    # "the ones ranked ..." is the plan's vocabulary
+    (CFPB_D, "Five themes have moderate support: the ones ranked 2 through 6.", True),
+    # causes with an adverb between the verb and "by"
+    (YELP, "Happy hour's second place is driven largely by discounted drinks.", False),
+    (YELP, "Good food is fuelled mostly by the local chefs.", False),
+    (YELP, "Good service was boosted in part by new staff.", False),
+    # a disclaimer in a later clause of its own does not excuse a trend
+    (AMAZON, "Curly hair has been gaining ground over recent months, though it cannot be separated from dry skin.", False),
+    (AMAZON, "A single plan cannot show whether curly hair has been gaining ground over recent months.", True),
+    # a theme cell that lists several themes fails closed on each
+    (YELP_TOPL, "| Bin | Themes |\n|---|---|\n| low | wait staff, live music |", False),
+    (YELP_TOPL, "| Bin | Themes |\n|---|---|\n| low | wait staff |", True),
+]
+
+
+@pytest.mark.parametrize("name, summary, accepted", CASES, ids=[f"{i}-{c[0]}" for i, c in enumerate(CASES)])
+def test_round_four_forms(name, summary, accepted):
+    v = verify(summary, plan(name))
+    assert v.accepted == accepted, [x.to_dict() for x in v.violations]
