@@ -61,8 +61,9 @@ CASES = [
     ("own files on PostgreSQL", ["sql", "--db", "{db}", "--engine", "postgres", "--pg-dsn", "host=127.0.0.1 port=1",
                                  OWN, "--out", "{tmp}/p.json"], 2,
      "runs on the duckdb engine, not postgres", "--emit-sketch --dialect postgres"),
-    ("own files on Spark", ["sql", "--db", "{db}", "--engine", "spark", OWN, "--out", "{tmp}/p.json"], 2,
-     "runs on the duckdb engine, not spark", "--emit-sketch --dialect spark"),
+    ("own tables on Spark", ["sql", "--db", "{db}", "--engine", "spark",
+                             OWN.replace("read_parquet('scores.parquet')", "mine.scores"), "--out", "{tmp}/p.json"], 2,
+     "tables of your DuckDB database cannot be read by Spark", "read_parquet('FILE') or read_csv('FILE')"),
     ("a warehouse file run here", ["sql", "--db", "{db}", "-f", "{tmp}/warehouse.sql", "--out", "{tmp}/p.json"], 1,
      "CREATE TABLE declarations describe a warehouse's tables", "leave them out"),
     ("release without its options", ["release", "--db", "{db}", "--out", "{tmp}/p.json"], 2,
@@ -90,6 +91,9 @@ def where(tmp_path_factory):
                 f"FROM range(100) t(i)) TO '{tmp / 'scores.parquet'}' (FORMAT parquet)")
     con.execute(f"COPY (SELECT i AS review_id, 'a' || (i % 30) AS author FROM range(100) t(i)) "
                 f"TO '{tmp / 'reviews.parquet'}' (FORMAT parquet)")
+    con.close()
+    con = duckdb.connect(str(db))   # a table of the curator's own, beside the store's
+    con.execute(f"CREATE SCHEMA mine; CREATE TABLE mine.scores AS SELECT * FROM read_parquet('{tmp / 'scores.parquet'}')")
     con.close()
     (tmp / "warehouse.sql").write_text(
         "CREATE TABLE theme_scores (review_id BIGINT, theme VARCHAR, score DOUBLE);\n"

@@ -50,6 +50,10 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
         spark_assign: str = typer.Option("auto", "--spark-assign",
                                          help="auto | scorer | table: assign on Spark with the saved scorer, "
                                               "or read the stored assignments (auto: scorer if one is saved)."),
+        spark_master: Optional[str] = typer.Option(
+            None, "--spark-master", metavar="URL",
+            help="With --engine spark: the cluster to run on, e.g. spark://127.0.0.1:7077 (default local[2]). "
+                 "Files a statement reads (read_parquet / read_csv) are read there in place."),
         dataset: str = typer.Option(ledger.DEFAULT_DATASET, "--dataset", help="Budget to charge."),
         public: Optional[list[str]] = typer.Option(
             None, "--public", metavar="TABLE", help="A table of yours whose rows are public (a lookup table, a dictionary): a view "
@@ -92,9 +96,12 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     from dpspin_sql import store
     from dpspin_sql.outputs import Outputs
 
+    if spark_master is not None and engine != "spark":
+        raise BadInput("--spark-master goes with --engine spark (add --engine spark, or drop --spark-master)")
     con = store.connect(db)
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
+                           spark_master=spark_master,
                            dataset=dataset, outputs=outputs, public_tables=tuple(public or ()))
     from dpspin_sql.embed import user_catalog
     from dpspin_sql.sql import audit_statement

@@ -32,7 +32,8 @@ def make_engine(name: str, filters=None, **options) -> Engine:
     if name == "spark":
         from dpspin_sql.engines.spark import SparkEngine
 
-        return SparkEngine(filters, session=options.get("spark"), assign=options.get("spark_assign", "auto"))
+        return SparkEngine(filters, session=options.get("spark"), assign=options.get("spark_assign", "auto"),
+                           master=options.get("spark_master"))
     if name == "postgres":
         from dpspin_sql.engines.postgres import PostgresEngine
 

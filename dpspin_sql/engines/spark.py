@@ -46,15 +46,20 @@ def _pyspark():
     return SparkSession
 
 
-def get_session(master: str = "local[2]", app_name: str = "dpspin-sql"):
-    """A SparkSession (the active one if any); local sessions use this Python for their workers."""
+def get_session(master: str | None = None, app_name: str = "dpspin-sql"):
+    """A SparkSession (the active one if any); local sessions use this Python for their workers.
+    `master`: local[2] by default, or a cluster's URL (spark://host:port, `--spark-master`)."""
+    master = master or os.environ.get("DPSPIN_SPARK_MASTER") or "local[2]"
     SparkSession = _pyspark()
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    return _quiet(SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder
+    if os.environ.get("DPSPIN_SPARK_EXECUTOR_MEMORY"):   # a cluster's executors (a worker offers less than 1g)
+        builder = builder.config("spark.executor.memory", os.environ["DPSPIN_SPARK_EXECUTOR_MEMORY"])
+    return _quiet(builder.master(master).appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "8")
@@ -79,11 +84,13 @@ class SparkEngine:
 
     name = "spark"
 
-    def __init__(self, filters: SketchFilters | None = None, *, session=None, assign: str = "auto"):
+    def __init__(self, filters: SketchFilters | None = None, *, session=None, assign: str = "auto",
+                 master: str | None = None):
         if assign not in ASSIGN_MODES:
             raise BadInput(f"--spark-assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
         check_filters(filters)
         self.filters, self.session, self.assign = filters or SketchFilters(), session, assign
+        self.master = master
 
     def details(self) -> dict:
         return {"engine": self.name, "spark_assign": self.assign}
@@ -94,7 +101,7 @@ class SparkEngine:
         scorer = saved_scorer_bytes(con) if self.assign != "table" else None
         if self.assign == "scorer" and scorer is None:
             raise BadInput("the dictionary has no fitted scorer: run dpspin assign first, or use the assignments table")
-        spark = self.session or get_session()
+        spark = self.session or get_session(self.master)
         with tempfile.TemporaryDirectory(prefix="dpspin-spark-") as tmp:
             records = _export(con.table("records").filter("split = 'target'").select(
                 "record_id, user_id, text, split, CAST(metadata AS VARCHAR) AS metadata"), Path(tmp) / "records")
@@ -119,15 +126,16 @@ def check_filters(filters: SketchFilters | None) -> None:
         check_engine([filters.records, filters.assignments], "spark")
 
 
-def filter_sql(term) -> str:
-    """A filter term in its total form as Spark SQL (never a sqlglot warning on stderr)."""
+def filter_sql(term, names: dict | None = None) -> str:
+    """A filter term in its total form as Spark SQL (never a sqlglot warning on stderr); `names`
+    types its columns (default: the store's), as for `rewrite`."""
     import sqlglot
 
     from dpspin_sql.sql.dialect import quiet
     from dpspin_sql.sql.totality import total_form
 
     with quiet():
-        return total_form(term, "spark").sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+        return total_form(term, "spark", names).sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
 def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
@@ -146,9 +154,10 @@ def apply_filters(spark, filters: SketchFilters, records_df, assignments_df):
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
         if filters.records is not None:
-            records_df = records_df.where(filter_sql(filters.records)).localCheckpoint(eager=True)
+            records_df = records_df.where(filter_sql(filters.records, filters.names)).localCheckpoint(eager=True)
         if filters.assignments is not None:
-            assignments_df = assignments_df.where(filter_sql(filters.assignments)).localCheckpoint(eager=True)
+            assignments_df = assignments_df.where(filter_sql(filters.assignments, filters.names)).localCheckpoint(
+                eager=True)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", previous)
     return records_df, assignments_df

@@ -263,6 +263,17 @@ def warehouse_source(audited, declared: Declared, dialect: str):
             return exp.to_identifier(node.name, quoted=False)
         return node
 
+    def fix(rel):
+        if rel is None or getattr(rel, "select", None) is None:
+            return rel
+        return replace(rel, select=guard_int_casts(rel.select.transform(names), dialect))
+
+    return replace(source, assignments=fix(source.assignments), records=fix(source.records))
+
+
+def guard_int_casts(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """Off DuckDB, the atom's TRY_CAST(x AS INTEGER) of an integer column as a range-guarded CAST:
+    NULL outside INTEGER's range, as DuckDB's TRY_CAST, on every engine (total everywhere)."""
     def guards(node: exp.Expression) -> exp.Expression:
         if dialect != "duckdb" and isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.INT:
             x = node.this
@@ -271,12 +282,7 @@ def warehouse_source(audited, declared: Declared, dialect: str):
             return exp.Case(ifs=[exp.If(this=guard, true=exp.Cast(this=x.copy(), to=node.to.copy()))])
         return node
 
-    def fix(rel):
-        if rel is None or getattr(rel, "select", None) is None:
-            return rel
-        return replace(rel, select=rel.select.transform(names).transform(guards))
-
-    return replace(source, assignments=fix(source.assignments), records=fix(source.records))
+    return tree.transform(guards)
 
 
 def _text_weight(source) -> bool:

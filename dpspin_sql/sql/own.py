@@ -234,6 +234,9 @@ class ProjectedRelation(Relation):
     """A relation as a fixed projection under the logical names (see the module docstring)."""
 
     select: exp.Select | None = None
+    # a file's columns as the audit read them ((name, DuckDB type), in order): another engine's
+    # reader is given these, never a schema inferred from rows
+    file_columns: tuple[tuple[str, str], ...] = ()
 
     def relation(self, extra: dict[str, exp.Expression] | None = None) -> exp.Expression:
         # the default only follows the base's defaulted fields: _projection always sets it
@@ -268,7 +271,8 @@ def _projection(cat: Catalog, rel: Rel, roles: dict[str, exp.Expr], unit_col: st
             "split = 'aux' AND user_id IS NOT NULL")
         sel = sel.where(exp.Not(this=exp.In(this=_varchar(rel.col(unit_col)), query=aux.subquery())))
     logical = tuple(roles)
-    return ProjectedRelation(table=rel.table, path=rel.path, format=rel.format, available=logical, select=sel)
+    return ProjectedRelation(table=rel.table, path=rel.path, format=rel.format, available=logical, select=sel,
+                             file_columns=tuple(rel.columns.values()) if rel.path is not None else ())
 
 
 def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: str, rid_a: str,
@@ -327,6 +331,23 @@ def binary_ids(source: SketchSource) -> SketchSource:
 
 
 
+def check_aux_users(con, unit: str) -> None:
+    """At user level, every auxiliary record of the store must have a user id: units with auxiliary
+    records are left out of the sketch (they shaped the dictionary), and a record without one
+    could be any unit's. The store's own fact, never the user's rows."""
+    from dpspin_sql import queries
+    from dpspin_sql.db import first_row
+
+    if unit != "user":
+        return
+    row = first_row(con.execute(queries.load("aux_users")))
+    assert row is not None   # counts with no GROUP BY: always one row
+    _, aux_without_user = row
+    if aux_without_user:
+        raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
+                       "release cannot tell whether their authors are among the protected users")
+
+
 class OwnEngine:
     """The DuckDB sketch over the user's own relations (the portable query, `bind_source`).
 
@@ -341,19 +362,11 @@ class OwnEngine:
         self._sql: dict = {}    # bounds -> the generated query (the same statement on several databases)
 
     def sketch(self, con, bounds):
-        from dpspin_sql import queries
-        from dpspin_sql.db import first_row
         from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms, execute_sketch
         from dpspin_sql.sql.transpile import sketch_sql
 
         atom_ids = dictionary_atoms(con)
-        if bounds.unit == "user":
-            row = first_row(con.execute(queries.load("aux_users")))
-            assert row is not None   # counts with no GROUP BY: always one row
-            _, aux_without_user = row
-            if aux_without_user:
-                raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
-                               "release cannot tell whether their authors are among the protected users")
+        check_aux_users(con, bounds.unit)
         if bounds not in self._sql:
             self._sql[bounds] = sketch_sql(bounds, self.filters, "duckdb", pretty=False, bind_params=False,
                                            source=binary_ids(self.source))

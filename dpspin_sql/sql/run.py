@@ -25,7 +25,8 @@ __all__ = ["ENGINES", "run_sql", "emit_sketch"]
 
 def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | None = None, *,
             engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, outputs: Outputs | None = None,
-            spark=None, spark_assign: str = "auto", pg=None, pg_dsn: str | None = None,
+            spark=None, spark_assign: str = "auto", spark_master: str | None = None, pg=None,
+            pg_dsn: str | None = None,
             files_root: str | Path | None = None, public_tables=()):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
@@ -33,14 +34,16 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     `dpspin_sql.install(con, STORE)` gave a store. Raises BadInput (unparseable, bad store,
     a plain connection without a store), AuditRefusal (unsafe statement) or
     BudgetExceeded; in every one of those cases no plan is written and nothing is charged.
-    `engine="spark"` computes the sketch on Spark (`spark` session, or a local one);
-    `spark_assign` is auto | scorer | table (see dpspin_sql.engines.spark). `engine="postgres"`
+    `engine="spark"` computes the sketch on Spark (`spark` session, or a new one on `spark_master`:
+    local[2] by default, or a cluster's spark://host:port); `spark_assign` is auto | scorer | table
+    (see dpspin_sql.engines.spark). `engine="postgres"`
     computes it on a PostgreSQL server (`pg` connection or `pg_dsn`) holding the tables.
 
     The statement may read the tables and views of the connection's own database, or
     read_parquet/read_csv files under `files_root` (default: the current directory), in
-    place of the store's assignments and records (docs/SQL.md, "Your own tables"); those run
-    on the duckdb engine, and nothing is written to the user's database. Views, CTEs and FROM
+    place of the store's assignments and records (docs/SQL.md, "Your own tables"); nothing is
+    written to the user's database. Files also run on Spark, read there in place
+    (dpspin_sql.engines.spark_files); tables of the user's DuckDB database run on duckdb only. Views, CTEs and FROM
     subqueries must be row-wise (docs/SQL.md, "Views"); `public_tables` names the tables of
     yours whose rows are public (a lookup table, a dictionary), over which alone a view may
     aggregate. The ledger row records them, and what one base record is (`record_key`).
@@ -53,7 +56,11 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
         audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root, public=public_tables)
         if audited.source.store:
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
-                                 pg_dsn=pg_dsn)
+                                 pg_dsn=pg_dsn, spark_master=spark_master)
+        elif engine == "spark":
+            from dpspin_sql.engines.spark_files import SparkFilesEngine
+
+            runner = SparkFilesEngine(audited.filters, source=audited.source, session=spark, master=spark_master)
         elif engine != "duckdb":
             raise BadInput(f"a statement over your own tables or files runs on the duckdb engine, not {engine}: "
                            f"drop --engine {engine} to run it here, or for your warehouse print its sketch with "

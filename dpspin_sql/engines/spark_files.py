@@ -1,0 +1,221 @@
+"""The sketch on Spark over the user's own files (`dpspin sql --engine spark` with read_parquet /
+read_csv): the files are read in place by Spark's own readers, and only the m-vector comes back.
+
+The statement is audited exactly as for DuckDB (sql/audit.py, sql/own.py: DuckDB reads the
+files' Parquet schemas and CSV headers, never a row), which gives the `SketchSource`: one
+fixed projection per relation under the logical names (record_id, user_id, atom_id, weight,
+the filters' private columns). Here each projection is rendered for Spark:
+
+- a file scan, `read_parquet('/abs/path')` or `read_csv('/abs/path', …)`, becomes a temporary
+  view over `spark.read.parquet(path)`, or over `spark.read.csv(path)` with the header line
+  skipped, every column text under the names the audit read (DuckDB's `all_varchar`; the
+  schema is given, never inferred from rows) and malformed rows dropped (`ignore_errors`);
+- the store's `atoms` (the dictionary: public) and, at user level, the store's auxiliary users
+  (units with auxiliary records are left out of the sketch, as on DuckDB) are shipped to
+  Spark as small DataFrames;
+- DuckDB's TRY_CAST of an integer atom column to INTEGER becomes a range-guarded CAST
+  (sql/catalog.py `guard_int_casts`), and the rest is transpiled (sql/transpile.py `for_engine`).
+
+The statement's filters are applied to the projections with ANSI mode off and materialized
+before the sketch runs (engines/spark.py `apply_filters`, as for the store's tables); the
+enforced sketch is then the portable query over the projections, transpiled to Spark as for
+the store (macros inlined, HUGEINT → DECIMAL(38, 0), `//` → DIV), so its fixed-point result
+equals DuckDB's integer for integer. Only (atom_id, mass) rows are collected to the driver;
+nothing of the files is copied to the driver or into the store.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from dpspin_sql.errors import BadInput
+from dpspin_sql.request import Bounds
+from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms
+from dpspin_sql.source import Relation, SketchSource
+from dpspin_sql.sql.rewrite import SketchFilters
+
+VIEW_PREFIX = "dpspin_"
+ATOMS_VIEW = "atoms"                 # the name the sketch query reads the dictionary by
+AUX_VIEW = "dpspin_aux_records"      # the store's auxiliary users (user_id, split = 'aux')
+READERS = ("read_parquet", "read_csv")
+OWN_TABLES = ("tables of your DuckDB database cannot be read by Spark, files can: on --engine spark read your "
+              "data with read_parquet('FILE') or read_csv('FILE'), or drop --engine spark to run it on duckdb")
+
+
+@dataclass
+class _File:
+    view: str
+    path: str
+    format: str
+    columns: tuple[tuple[str, str], ...]
+    delimiter: str = ","
+
+
+@dataclass
+class _Rendered:
+    """The source's projections as Spark SQL over views, and the files behind the views."""
+
+    assignments: str
+    records: str | None
+    files: list[_File] = field(default_factory=list)
+    reads_aux: bool = False
+
+
+def files_only(source: SketchSource) -> str | None:
+    """None when every relation of `source` is a file read directly (what Spark can read in
+    place); else why not, one line that says what to do."""
+    for rel in (source.assignments, source.records):
+        if rel is None:
+            continue
+        if rel.table is not None:   # a table or view of the user's database
+            return OWN_TABLES
+        if rel.path is None or rel.format not in ("parquet", "csv") or getattr(rel, "select", None) is None:
+            return ("a CTE or FROM subquery runs on the duckdb engine only; on --engine spark read the files "
+                    "themselves (read_parquet('FILE') / read_csv('FILE')), or drop --engine spark")
+    return None
+
+
+def render(source: SketchSource) -> _Rendered:
+    """The projections in Spark SQL, their file scans as views (see the module docstring)."""
+    from dpspin_sql.sql.catalog import guard_int_casts
+    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sql.transpile import for_engine
+
+    files: list[_File] = []
+    reads_aux = False
+
+    def one(rel) -> str:
+        nonlocal reads_aux
+        select = rel.select.copy()
+        for table in list(select.find_all(exp.Table)):
+            alias = table.args.get("alias")
+            if isinstance(table.this, exp.Anonymous) and table.this.name.lower() in READERS:
+                args = table.this.expressions
+                path = args[0].this
+                delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
+                                  and a.this.name.lower() in ("delim", "delimiter")), ",")
+                f = _File(f"{VIEW_PREFIX}file_{len(files)}", path, "parquet" if table.this.name.lower() ==
+                          "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
+                if f.format != rel.format or str(path) != str(rel.path):
+                    raise AssertionError("a projection reads another file than its relation's")
+                files.append(f)
+                name = f.view
+            elif isinstance(table.this, exp.Identifier) and table.args.get("catalog") is not None \
+                    and table.name.lower() in ("atoms", "records"):
+                name = ATOMS_VIEW if table.name.lower() == "atoms" else AUX_VIEW   # the store's
+                reads_aux = reads_aux or name == AUX_VIEW
+            else:
+                raise AssertionError(f"a projection over files reads {table.sql('duckdb')}")
+            new = exp.Table(this=exp.to_identifier(name))
+            if alias is not None:
+                new.set("alias", alias.copy())
+            table.replace(new)
+        tree = for_engine(guard_int_casts(select, "spark"), "spark")
+        with quiet():
+            import sqlglot
+
+            return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+
+    assignments = one(source.assignments)
+    records = one(source.records) if source.records is not None else None
+    return _Rendered(assignments, records, files, reads_aux)
+
+
+def _csv_frame(spark, f: _File):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    schema = StructType([StructField(name, StringType(), True) for name, _ in f.columns])
+    return spark.read.csv(f.path, schema=schema, header=True, enforceSchema=True, sep=f.delimiter, quote='"',
+                          escape='"', multiLine=True, mode="DROPMALFORMED")
+
+
+def _parquet_frame(spark, f: _File):
+    df = spark.read.parquet(f.path)
+    seen = {c.lower() for c in df.columns}
+    missing = [name for name, _ in f.columns if name.lower() not in seen]
+    if missing:   # the file changed between the audit and the run
+        raise BadInput(f"the parquet file {f.path} has no column {missing[0]!r} on Spark; it was read with it a "
+                       "moment ago (did the file change?): run the statement again")
+    return df
+
+
+class SparkFilesEngine:
+    """The enforced sketch on Spark over the files of an audited statement (module docstring)."""
+
+    name = "spark"
+
+    def __init__(self, filters: SketchFilters | None, *, source: SketchSource, session=None,
+                 master: str | None = None):
+        from dpspin_sql.engines.spark import check_filters
+
+        why = files_only(source)
+        if why is not None:
+            raise BadInput(why)
+        check_filters(filters)   # before Spark or any file is touched
+        self.filters, self.source, self.session, self.master = filters or SketchFilters(), source, session, master
+        self.rendered = render(source)
+
+    def details(self) -> dict:
+        return {"engine": self.name, "spark_reads": "files in place"} | self.source.details()
+
+    def sketch(self, con: Any, bounds: Bounds) -> Sketch:
+        from dpspin_sql.engines.spark import get_session
+        from dpspin_sql.sql.own import check_aux_users
+
+        atom_ids = dictionary_atoms(con)
+        check_aux_users(con, bounds.unit)
+        atoms = [(int(a), str(lab)) for a, lab in con.execute("SELECT atom_id, label FROM atoms").fetchall()]
+        aux = ([(str(u[0]),) for u in con.execute(
+            "SELECT DISTINCT user_id FROM records WHERE split = 'aux' AND user_id IS NOT NULL").fetchall()]
+            if self.rendered.reads_aux else [])
+        spark = self.session or get_session(self.master)
+        rows = sketch_over_files(spark, bounds, self.filters, self.rendered, atoms, aux)
+        return assemble(TargetFacts(atom_ids, None, None), rows, bounds)
+
+
+def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _Rendered, atoms, aux) \
+        -> list[tuple[int, int]]:
+    """Register the views, run the projections, the filters and the sketch; collect (atom_id, mass)."""
+    from dpspin_sql.engines.spark import apply_filters
+    from dpspin_sql.sql.transpile import sketch_sql
+
+    views: list[str] = []
+
+    def view(df, name: str) -> None:
+        df.createOrReplaceTempView(name)
+        views.append(name)
+
+    try:
+        frames = [_parquet_frame(spark, f) if f.format == "parquet" else _csv_frame(spark, f)
+                  for f in rendered.files]
+    except BadInput:
+        raise
+    except Exception:   # never the engine's message: a reader's error can quote a row
+        raise BadInput("Spark cannot read the statement's files (their schema or header)") from None
+    try:
+        for f, df in zip(rendered.files, frames):
+            view(df, f.view)
+        view(spark.createDataFrame(atoms, "atom_id int, label string"), ATOMS_VIEW)
+        if rendered.reads_aux:
+            view(spark.createDataFrame([(u, "aux") for (u,) in aux], "user_id string, split string"), AUX_VIEW)
+        assignments_df = spark.sql(rendered.assignments)
+        records_df = spark.sql(rendered.records) if rendered.records is not None else None
+        records_df, assignments_df = apply_filters(spark, filters, records_df, assignments_df)
+        a_view, r_view = f"{VIEW_PREFIX}assignments", f"{VIEW_PREFIX}records"
+        view(assignments_df, a_view)
+        records = None
+        if records_df is not None:
+            view(records_df, r_view)
+            records = Relation(table=r_view, available=tuple(records_df.columns))
+        source = SketchSource(Relation(table=a_view, available=tuple(assignments_df.columns)), records)
+        query = sketch_sql(bounds, None, "spark", pretty=False, source=source)
+        return [(int(r[0]), int(r[1])) for r in spark.sql(query).collect()]
+    except BadInput:
+        raise
+    except Exception:   # never the engine's message: it can quote protected values
+        raise BadInput("the sketch query failed on Spark") from None
+    finally:
+        for name in views:
+            spark.catalog.dropTempView(name)
