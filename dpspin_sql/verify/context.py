@@ -300,6 +300,12 @@ class Check:
             return [respective[s]]
         return [x for m in self._attach(s, e, back)[:1] for x in self.siblings(m)]
 
+    def _gap(self, m: Mention, s: int, e: int) -> int:
+        """_dist without the parenthesised asides between ("A (about 138.0) is second and B third": the
+        claim word is A's, the aside does not put it nearer B)."""
+        lo, hi = (m.end, s) if m.end <= s else (e, m.start) if m.start >= e else (0, 0)
+        return _dist(m, s, e) - sum(len(a.group()) for a in _ASIDE.finditer(self.masked, lo, hi) if a.end() <= hi)
+
     def _attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         k = self.sentence_of(s)
         if k < 0:
@@ -316,7 +322,7 @@ class Check:
                 if before and after and _RELATES.search(self.masked[e:after[0].start]):
                     return [before[-1]]   # "A is the most common theme (mass about 422) and far ahead of B"
                 if ms:
-                    return [min(ms, key=lambda m: _dist(m, s, e))]
+                    return [min(ms, key=lambda m: self._gap(m, s, e))]
         ms = self.in_range(ss, se)
         before = [m for m in ms if m.end <= s]
         main = [m for m in before if not self._in_aside(k, m.start)]
@@ -365,6 +371,9 @@ _RELATES = re.compile(r"\b(?:than|ahead\s+of|behind|over|above|below|compared|ve
 
 def _dist(m: Mention, s: int, e: int) -> int:
     return s - m.end if m.end <= s else (m.start - e if m.start >= e else 0)
+
+
+_ASIDE = re.compile(r"\s*\([^()\n]*\)")
 
 # words a clause may hold before a claim word without naming a subject of its own
 _SUBJECT_FILLER = set("""a an the is are was were be been being it its they them their this that these those there here

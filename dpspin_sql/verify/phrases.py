@@ -113,13 +113,20 @@ def tokens(masked: str, s: int, e: int) -> list[Tok]:
 NOUNISH = ("N", "A", "G", "P")
 
 
+def _verb_before_object(toks: list[Tok], j: int, k: int) -> bool:
+    """A word after a plural noun that a determiner follows is the verb of a clause, not part of the phrase
+    ("reviews that mention several themes split their unit"): no compound noun goes on with "their", "the"."""
+    return (k > j and toks[k].cls == "N" and toks[k - 1].cls == "N" and toks[k - 1].text.lower().endswith("s")
+            and k + 1 < len(toks) and toks[k + 1].cls == "D")
+
+
 def np_right(toks: list[Tok], i: int) -> tuple[int, int] | None:
     """The noun phrase that starts at toks[i] (determiners skipped): (first, last + 1) word indexes, or None."""
     j = i
     while j < len(toks) and toks[j].cls == "D":
         j += 1
     k = j
-    while k < len(toks) and (toks[k].cls in NOUNISH or (toks[k].cls == "R" and k + 1 < len(toks)
+    while k < len(toks) and not _verb_before_object(toks, j, k) and (toks[k].cls in NOUNISH or (toks[k].cls == "R" and k + 1 < len(toks)
                                                          and toks[k + 1].cls in ("A", "N", "G"))   # "fast shipping"
                              or (toks[k].cls == "V" and toks[k].text.lower() not in VERBS and k + 1 < len(toks)
                                  and toks[k + 1].cls == "N")):   # "live music", "wait staff": a verb form as modifier

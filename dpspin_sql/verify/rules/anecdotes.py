@@ -33,7 +33,7 @@ _RECORD_DETS = [("one", "particular"), ("one", "such"), ("a", "single"), ("a", "
                 ("a",), ("an",)]
 _GENERIC = {"typical", "average", "median", "hypothetical", "generic", "any", "every", "each", "ideal", "prospective"}
 _FUNCTION = set("""of in on at to for by from and or but with than that which who whom whose is are was were be been
-have has had do does did not no the a an this these those there it its their they them""".split())
+have has had do does did not no the a an this these those there it its their they them each every per any all""".split())
 _COMPOUND = set("""service services support level base experience experiences data account accounts satisfaction care
 review reviews complaint complaints feedback segment segments group groups journey side perspective view count counts
 contribution contributions record records id identifier identifiers type types theme themes category categories unit

@@ -269,7 +269,9 @@ _BARE_RANGE = re.compile(r"(?<![\w.,])(?P<a>\d{1,2})\s*[–-]\s*(?P<b>\d{1,2})(?
 
 _AFTER_X = re.compile(r"\b(?:after|apart\s+from|besides|other\s+than|excluding|except(?:\s+for)?|behind|below|"
                       r"beyond|outside\s+of|among\s+the\s+rest|of\s+the\s+rest)\s+(?=§)", re.I)
-_BIN_AFTER = re.compile(r"[\s-]*(?:the\s+)?(?P<b>high|moderate|low)[\s-]+support\b", re.I)
+_BIN_AFTER = re.compile(r"[\s-]*(?:the\s+)?(?P<b>high|moderate|low)[\s-]+support\b"
+                        r"|\s+(?:of|among|in|within)\s+(?:the\s+)?(?P<b2>high|moderate|low)(?:[\s-]+support)?[\s-]+"
+                        r"(?:themes?|ones|topics?|bin|tier|band|group)\b", re.I)   # "the largest of the moderate themes"
 
 
 def _restricted(c: Check, kind: str, s: int, e: int) -> int:
@@ -279,7 +281,8 @@ def _restricted(c: Check, kind: str, s: int, e: int) -> int:
     pool = dict(c.lex.atoms)
     binned = _BIN_AFTER.match(c.masked, e)
     if binned:
-        pool = {x: a for x, a in pool.items() if str(a.get("bin", "")).lower() == binned.group("b").lower()}
+        which = (binned.group("b") or binned.group("b2")).lower()
+        pool = {x: a for x, a in pool.items() if str(a.get("bin", "")).lower() == which}
     ss = c.sents[c.sentence_of(s)][0]
     for m in _AFTER_X.finditer(c.masked, ss, s):
         for men in c.in_range(m.end(), s)[:1]:
