@@ -78,6 +78,10 @@ ROUND5_FORMS = [
     (YELP, "Wine list is the smallest among the moderate themes.", True),
     (YELP, "Mexican food is the largest of the moderate themes.", False),
     (YELP, "Outdoor seating is the smallest of the moderate ones.", False),
+    # a parenthesised aside between a theme and its claim word does not move the claim to the next theme
+    (YELP_TOPL, "Happy hour (about 138.0) is second and good service third at about 88.2.", True),
+    (YELP_TOPL, "Good service (about 88.2, ±12.4) is third and happy hour second.", True),
+    (YELP_TOPL, "Good service (about 88.2) is second and happy hour third.", False),
 ]
 
 

@@ -304,7 +304,7 @@ class Check:
         """_dist without the parenthesised asides between ("A (about 138.0) is second and B third": the
         claim word is A's, the aside does not put it nearer B)."""
         lo, hi = (m.end, s) if m.end <= s else (e, m.start) if m.start >= e else (0, 0)
-        return _dist(m, s, e) - sum(len(a.group()) for a in _ASIDE.finditer(self.masked, lo, hi) if a.end() <= hi)
+        return _dist(m, s, e) - sum(len(a.group()) for a in _PAREN_ASIDE.finditer(self.masked, lo, hi) if a.end() <= hi)
 
     def _attach(self, s: int, e: int, back: bool = True) -> list[Mention]:
         k = self.sentence_of(s)
@@ -373,7 +373,7 @@ def _dist(m: Mention, s: int, e: int) -> int:
     return s - m.end if m.end <= s else (m.start - e if m.start >= e else 0)
 
 
-_ASIDE = re.compile(r"\s*\([^()\n]*\)")
+_PAREN_ASIDE = re.compile(r"\s*\([^()\n]*\)")
 
 # words a clause may hold before a claim word without naming a subject of its own
 _SUBJECT_FILLER = set("""a an the is are was were be been being it its they them their this that these those there here
