@@ -82,6 +82,9 @@ ROUND5_FORMS = [
     (YELP_TOPL, "Happy hour (about 138.0) is second and good service third at about 88.2.", True),
     (YELP_TOPL, "Good service (about 88.2, ±12.4) is third and happy hour second.", True),
     (YELP_TOPL, "Good service (about 88.2) is second and happy hour third.", False),
+    # values after a rank pair pair with the themes in order
+    (YELP_TOPL, "Mexican food and outdoor seating: ranks 5 and 6, about 56.6 and 53.7.", True),
+    (YELP_TOPL, "Mexican food and outdoor seating: ranks 5 and 6, about 53.7 and 56.6.", False),
 ]
 
 

@@ -153,7 +153,8 @@ class Check:
                 resp = bool(re.search(r"\brespectively\b", txt[ss:se], re.I))
                 kinds: dict[str, list[tuple[int, int]]] = {}
                 for n in numbers(txt[ss:se]):
-                    if not n.ordinal:
+                    if not n.ordinal and not (n.text.isdigit() and _RANK_NUMBER.search(txt, ss, ss + n.start)):
+                        # (the bare integers of "ranks 5 and 6" are ranks, not values)
                         kinds.setdefault("pct" if n.pct else "num", []).append((ss + n.start, ss + n.end))
                 for _name, needs, rx in BIN_PATTERNS:
                     for m in rx.finditer(txt, ss, se):
@@ -373,6 +374,7 @@ def _dist(m: Mention, s: int, e: int) -> int:
     return s - m.end if m.end <= s else (m.start - e if m.start >= e else 0)
 
 
+_RANK_NUMBER = re.compile(r"\b(?:ranks?|ranked|#)\s*(?:\d+\s*(?:,|and|&|to|through|–|-)\s*)*$", re.I)
 _PAREN_ASIDE = re.compile(r"\s*\([^()\n]*\)")
 
 # words a clause may hold before a claim word without naming a subject of its own
