@@ -85,6 +85,11 @@ ROUND5_FORMS = [
     # values after a rank pair pair with the themes in order
     (YELP_TOPL, "Mexican food and outdoor seating: ranks 5 and 6, about 56.6 and 53.7.", True),
     (YELP_TOPL, "Mexican food and outdoor seating: ranks 5 and 6, about 53.7 and 56.6.", False),
+    # what "whether" asks ends at a colon or semicolon: the claim after it is stated
+    (YELP, "It is unclear whether mexican food is more common than outdoor seating: they differ by about 4.8, "
+           "less than the margin.", True),
+    (YELP, "It is unclear whether good food is more common than wide selection.", False),
+    (YELP, "Whether mexican food leads outdoor seating is open; good food is more common than happy hour.", True),
 ]
 
 

@@ -38,6 +38,9 @@ _CUT = re.compile(r"\b(?:and|or|then|so|yet)\b", re.I)
 _OPEN = ("unsupported_comparison",)   # what a hedge may stand on: no margin either way
 
 
+_ASKED_ENDS = re.compile(r"[:;—]")
+
+
 def polarity(c: Check, s: int, e: int | None = None) -> str:
     """'positive', 'negated' or 'hedged' for the claim word at s..e, from the start of its clause
     (and, with e, between the claim word and the theme after it: "the most common theme is not A")."""
@@ -49,7 +52,8 @@ def polarity(c: Check, s: int, e: int | None = None) -> str:
         return "hedged"
     k = c.sentence_of(s)
     ss = c.sents[k][0]
-    if re.search(r"\bwhether\b", c.masked[ss:s], re.I):   # "whether A is more common than B is unclear": asked, not said
+    stop = max((m.end() for m in _ASKED_ENDS.finditer(c.masked, ss, s)), default=ss)   # a colon ends what is asked
+    if re.search(r"\bwhether\b", c.masked[stop:s], re.I):   # "whether A is more common than B is unclear": asked, not said
         return "hedged"
     found = [m.group().lower() for m in _NEGATOR.finditer(window) if m.start() < s - cs]
     if e is not None:
