@@ -106,8 +106,13 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
     from dpspin_sql.embed import user_catalog
     from dpspin_sql.sql import audit_statement
 
-    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con),
-                                         public=tuple(public or ())).request, SQL_SETTINGS)
+    spark_tables = None
+    if engine == "spark":   # spark_table('db.table'): the schema again, from the session run_sql used
+        from dpspin_sql.engines.spark_tables import SparkCatalog
+
+        spark_tables = SparkCatalog(None, spark_master).columns
+    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con), public=tuple(public or ()),
+                                         spark_tables=spark_tables).request, SQL_SETTINGS)
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
     from dpspin_sql.relevance import release_warning

@@ -1,5 +1,7 @@
 """The sketch on Spark over the user's own files (`dpspin sql --engine spark` with read_parquet /
-read_csv): the files are read in place by Spark's own readers, and only the m-vector comes back.
+read_csv) and tables of the Spark session's catalog (`spark_table('db.table')`,
+engines/spark_tables.py): the files are read in place by Spark's own readers, the tables by
+`spark.table`, and only the m-vector comes back.
 
 The statement is audited exactly as for DuckDB (sql/audit.py, sql/own.py: DuckDB reads the
 files' Parquet schemas and CSV headers, never a row), which gives the `SketchSource`: one
@@ -10,6 +12,8 @@ the filters' private columns). Here each projection is rendered for Spark:
   view over `spark.read.parquet(path)`, or over `spark.read.csv(path)` with the header line
   skipped, every column text under the names the audit read (DuckDB's `all_varchar`; the
   schema is given, never inferred from rows) and malformed rows dropped (`ignore_errors`);
+- a Spark table, `spark_table('db.table')`, becomes a temporary view over `spark.table(name)`,
+  whose schema must still be the one the audit read from the catalog;
 - the store's `atoms` (the dictionary: public) and, at user level, the store's auxiliary users
   (units with auxiliary records are left out of the sketch, as on DuckDB) are shipped to
   Spark as small DataFrames;
@@ -40,8 +44,11 @@ VIEW_PREFIX = "dpspin_"
 ATOMS_VIEW = "atoms"                 # the name the sketch query reads the dictionary by
 AUX_VIEW = "dpspin_aux_records"      # the store's auxiliary users (user_id, split = 'aux')
 READERS = ("read_parquet", "read_csv")
+SPARK_TABLE = "spark_table"
+FORMATS = ("parquet", "csv", SPARK_TABLE)
 OWN_TABLES = ("tables of your DuckDB database cannot be read by Spark, files can: on --engine spark read your "
-              "data with read_parquet('FILE') or read_csv('FILE'), or drop --engine spark to run it on duckdb")
+              "data with read_parquet('FILE') or read_csv('FILE') (or a table of the Spark catalog with "
+              "spark_table('db.table')), or drop --engine spark to run it on duckdb")
 
 
 @dataclass
@@ -71,7 +78,7 @@ def files_only(source: SketchSource) -> str | None:
             continue
         if rel.table is not None:   # a table or view of the user's database
             return OWN_TABLES
-        if rel.path is None or rel.format not in ("parquet", "csv") or getattr(rel, "select", None) is None:
+        if rel.path is None or rel.format not in FORMATS or getattr(rel, "select", None) is None:
             return ("a CTE or FROM subquery runs on the duckdb engine only; on --engine spark read the files "
                     "themselves (read_parquet('FILE') / read_csv('FILE')), or drop --engine spark")
     return None
@@ -100,6 +107,13 @@ def render(source: SketchSource) -> _Rendered:
                           "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
                 if f.format != rel.format or str(path) != str(rel.path):
                     raise AssertionError("a projection reads another file than its relation's")
+                files.append(f)
+                name = f.view
+            elif isinstance(table.this, exp.Anonymous) and table.this.name.lower() == SPARK_TABLE:
+                name_ = table.this.expressions[0].this
+                if rel.format != SPARK_TABLE or str(name_) != str(rel.path):
+                    raise AssertionError("a projection reads another Spark table than its relation's")
+                f = _File(f"{VIEW_PREFIX}table_{len(files)}", name_, SPARK_TABLE, tuple(rel.file_columns))
                 files.append(f)
                 name = f.view
             elif isinstance(table.this, exp.Identifier) and table.args.get("catalog") is not None \
@@ -141,6 +155,22 @@ def _parquet_frame(spark, f: _File):
     return df
 
 
+def _table_frame(spark, f: _File):
+    from dpspin_sql.engines.spark_tables import schema_of
+
+    df = spark.table(f.path)
+    if [(n.lower(), t) for n, t in schema_of(df)] != [(n.lower(), t) for n, t in f.columns]:
+        raise BadInput(f"the Spark table {f.path} has another schema than the one the audit read a moment ago (did "
+                       "the table change?): run the statement again")
+    return df
+
+
+def _frame(spark, f: _File):
+    if f.format == SPARK_TABLE:
+        return _table_frame(spark, f)
+    return _parquet_frame(spark, f) if f.format == "parquet" else _csv_frame(spark, f)
+
+
 class SparkFilesEngine:
     """The enforced sketch on Spark over the files of an audited statement (module docstring)."""
 
@@ -158,7 +188,10 @@ class SparkFilesEngine:
         self.rendered = render(source)
 
     def details(self) -> dict:
-        return {"engine": self.name, "spark_reads": "files in place"} | self.source.details()
+        formats = {f.format for f in self.rendered.files}
+        reads = " and ".join(w for w, there in (("Spark tables", SPARK_TABLE in formats),
+                                                ("files", bool(formats - {SPARK_TABLE}))) if there)
+        return {"engine": self.name, "spark_reads": f"{reads} in place"} | self.source.details()
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
         from dpspin_sql.engines.spark import get_session
@@ -188,12 +221,11 @@ def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _
         views.append(name)
 
     try:
-        frames = [_parquet_frame(spark, f) if f.format == "parquet" else _csv_frame(spark, f)
-                  for f in rendered.files]
+        frames = [_frame(spark, f) for f in rendered.files]
     except BadInput:
         raise
     except Exception:   # never the engine's message: a reader's error can quote a row
-        raise BadInput("Spark cannot read the statement's files (their schema or header)") from None
+        raise BadInput("Spark cannot read the statement's files or tables (their schema or header)") from None
     try:
         for f, df in zip(rendered.files, frames):
             view(df, f.view)

@@ -81,14 +81,16 @@ class Audited:
 
 
 def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, files_root=None,
-                    public=()) -> Audited:
+                    public=(), spark_tables=None) -> Audited:
     """Parse (BadInput if unparseable) and audit (AuditRefusal if unsafe) one statement.
 
     With `con` (the connection the release runs on), a statement may read the user's own
     tables, views and files (sql/own.py); the audit then reads their names and column types
     from the catalog, never their rows (except those of the tables in `public`, which the
     curator declares public: a lookup table, a dictionary). `user_catalog` is the catalog
-    unqualified names are looked up in (default: `con`'s own)."""
+    unqualified names are looked up in (default: `con`'s own). `spark_tables` (on --engine spark:
+    engines/spark_tables.py `SparkCatalog.columns`) gives the columns of a `spark_table('db.table')`
+    from the Spark session's catalog; without it such a relation is refused."""
     from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
 
     try:
@@ -101,18 +103,20 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
                    "--dialect D", next(st for st in many.statements if isinstance(st, exp.Create)))
         refuse(f"more than one statement (found {len(many.statements)}); run one DP statement at a time",
                many.statements[1])
-    return audit(statement, con, user_catalog=user_catalog, files_root=files_root, public=public)
+    return audit(statement, con, user_catalog=user_catalog, files_root=files_root, public=public,
+                 spark_tables=spark_tables)
 
 
 def audit(statement: exp.Expr, con=None, *, user_catalog: str | None = None, files_root=None,
-          public=()) -> Audited:
+          public=(), spark_tables=None) -> Audited:
     try:
-        return _audit(statement, con, user_catalog, files_root, public)
+        return _audit(statement, con, user_catalog, files_root, public, spark_tables)
     except RecursionError:  # parse() bounds the depth; this is the last line of defence
         raise BadInput("the SQL statement is nested too deeply to audit") from None
 
 
-def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None, public=()) -> Audited:
+def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None, public=(),
+           spark_tables=None) -> Audited:
     """One audit over one catalog model (sql/resolve.py): the statement's relations are resolved
     by one resolver, whether they are the store's tables or the user's own, and the rules on
     GROUP BY, the projection and WHERE are written once; `own` only says which names they take."""
@@ -125,7 +129,7 @@ def _audit(statement: exp.Expr, con=None, user_catalog=None, files_root=None, pu
         if not own and select.args.get("with_"):
             refuse("WITH (a common table expression) is not allowed in a DP statement over the store's tables",
                    select.args["with_"])
-    resolver = Resolver(Catalog(con, user_catalog, files_root, public if own else ()), select)
+    resolver = Resolver(Catalog(con, user_catalog, files_root, public if own else (), spark_tables), select)
     rels, join = _relations(select, resolver, own)
     scope = _scope(rels, join, own)
     if own:

@@ -63,8 +63,11 @@ class Catalog:
     `assignments` and `records` only."""
 
     def __init__(self, con=None, user_catalog: str | None = None, files_root: str | Path | None = None,
-                 public=()):
+                 public=(), spark_tables=None):
         self.con = con
+        # name -> [(column, DuckDB type)] from the Spark session's catalog (engines/spark_tables.py);
+        # None: not --engine spark, and spark_table(...) is refused
+        self.spark_tables = spark_tables
         self.store: str = con.execute("SELECT current_database()").fetchall()[0][0] if con is not None else ""
         self.user: str = user_catalog or self.store
         self.files_root = Path(files_root if files_root is not None else Path.cwd()).resolve()
@@ -243,6 +246,21 @@ class Catalog:
             raise BadInput(f"cannot read the {fmt} file {path} (its header or schema)") from None
         return table, [(r[0], r[1]) for r in rows], f"{fmt}:{path}"
 
+    def spark_table(self, fn: exp.Expr, ctx: Context):
+        """(the scan, its columns, its label) of spark_table('db.table'): the columns and types
+        from the Spark session's catalog (a schema read, never a row), on --engine spark only."""
+        args = fn.expressions
+        literal = args[0].this if len(args) == 1 and isinstance(args[0], exp.Literal) and args[0].is_string else None
+        where = fn if ctx.statement else None
+        if literal is None:
+            refuse("spark_table takes one literal table name ('db.table' or 'table') and nothing else", where)
+        if self.spark_tables is None:
+            refuse(f"spark_table({literal!r}) reads a table of the Spark session's catalog: run the statement with "
+                   "--engine spark", where)
+        cols = self.spark_tables(literal)
+        scan = exp.Table(this=exp.Anonymous(this="spark_table", expressions=[exp.Literal.string(literal)]))
+        return scan, cols, f"spark_table:{literal}"
+
     # -- DuckDB on the emitted SQL ------------------------------------------------------------------------
     def describe(self, sql: exp.Expr) -> list[tuple[str, str]]:
         import duckdb
@@ -344,6 +362,9 @@ class Resolver:
             refuse("column aliases on a table are not allowed", item)
         if isinstance(item, exp.Table) and isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)):
             rel = self._file(item)
+        elif isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous) and \
+                item.this.name.lower() == "spark_table":
+            rel = self._file(item, spark=True)
         elif isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
             rel = self._table(item, where)
         elif isinstance(item, exp.Table) and isinstance(item.this, (exp.Func, exp.Anonymous)):
@@ -362,11 +383,13 @@ class Resolver:
         rel.node = item
         return rel
 
-    def _file(self, item: exp.Table) -> Rel:
-        scan, cols, label = self.cat.file(item.this, self.ctx)
+    def _file(self, item: exp.Table, spark: bool = False) -> Rel:
+        scan, cols, label = (self.cat.spark_table if spark else self.cat.file)(item.this, self.ctx)
         fmt, path = label.split(":", 1)
         columns = {n.lower(): (n, t) for n, t in cols}
-        return Rel(qualifier=f"read_{fmt}", label=label, scan=scan, columns=columns, node=item, path=path, format=fmt,
+        if len(columns) != len(cols):
+            refuse(f"{label} has two columns whose names differ only in case", item)
+        return Rel(qualifier=fmt if spark else f"read_{fmt}", label=label, scan=scan, columns=columns, node=item, path=path, format=fmt,
                    keys={c: {label: n} for c, (n, _) in columns.items()}, why={c: None for c in columns})
 
     def _table(self, item: exp.Table, where: str) -> Rel:

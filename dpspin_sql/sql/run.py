@@ -43,7 +43,9 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     read_parquet/read_csv files under `files_root` (default: the current directory), in
     place of the store's assignments and records (docs/SQL.md, "Your own tables"); nothing is
     written to the user's database. Files also run on Spark, read there in place
-    (dpspin_sql.engines.spark_files); tables of the user's DuckDB database run on duckdb only. Views, CTEs and FROM
+    (dpspin_sql.engines.spark_files), and so do tables of the Spark session's catalog named
+    `spark_table('db.table')` (engine="spark" only; dpspin_sql.engines.spark_tables); tables of the
+    user's DuckDB database run on duckdb only. Views, CTEs and FROM
     subqueries must be row-wise (docs/SQL.md, "Views"); `public_tables` names the tables of
     yours whose rows are public (a lookup table, a dictionary), over which alone a view may
     aggregate. The ledger row records them, and what one base record is (`record_key`).
@@ -52,15 +54,22 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     from dpspin_sql.release import release
 
     user_db = user_catalog(con)
+    spark_catalog = None
+    if engine == "spark":   # spark_table('db.table'): its schema from the Spark session's catalog
+        from dpspin_sql.engines.spark_tables import SparkCatalog
+
+        spark_catalog = SparkCatalog(spark, spark_master)
     with resolve(con) as con:   # a plain connection without install() is one clear error
-        audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root, public=public_tables)
+        audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root, public=public_tables,
+                                  spark_tables=spark_catalog.columns if spark_catalog is not None else None)
         if audited.source.store:
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
                                  pg_dsn=pg_dsn, spark_master=spark_master)
         elif engine == "spark":
             from dpspin_sql.engines.spark_files import SparkFilesEngine
 
-            runner = SparkFilesEngine(audited.filters, source=audited.source, session=spark, master=spark_master)
+            runner = SparkFilesEngine(audited.filters, source=audited.source, master=spark_master,
+                                      session=spark_catalog.session if spark_catalog is not None else spark)
         elif engine != "duckdb":
             raise BadInput(f"a statement over your own tables or files runs on the duckdb engine, not {engine}: "
                            f"drop --engine {engine} to run it here, or for your warehouse print its sketch with "
