@@ -29,12 +29,6 @@ class MechanismKind:
         """Gaussian values are approximate DP: the release needs δ > 0."""
         return self.values_noise == "gaussian"
 
-    def interval_family(self, L: int, m: int) -> int:
-        """How many released values the family-wise intervals hold for at once: the admitted
-        L under a private selection (the others are never computed), else all m noisy masses
-        (the admitted set is read from them)."""
-        return L if self.private_selection else m
-
 
 KINDS: dict[str, MechanismKind] = {k.name: k for k in (
     MechanismKind("laplace", "laplace", False,
@@ -50,11 +44,6 @@ KINDS: dict[str, MechanismKind] = {k.name: k for k in (
                   "private top-L\n+ Gaussian", "tab:green"),
 )}
 NAMES: tuple[str, ...] = tuple(KINDS)
-
-
-def kind(name: str) -> MechanismKind:
-    """The mechanism named `name` (KeyError for a name that is none: the request validates first)."""
-    return KINDS[name]
 
 
 def selects_privately(name: object) -> bool:

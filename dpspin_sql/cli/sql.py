@@ -100,19 +100,11 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
         raise BadInput("--spark-master goes with --engine spark (add --engine spark, or drop --spark-master)")
     con = store.connect(db)
     outputs = Outputs(inputs=[file] if file else [], store=db, force=force)
+    audited: list = []
     plan = sql_run.run_sql(con, text, out_path, engine=engine, spark_assign=spark_assign, pg_dsn=pg_dsn,
-                           spark_master=spark_master,
-                           dataset=dataset, outputs=outputs, public_tables=tuple(public or ()))
-    from dpspin_sql.embed import user_catalog
-    from dpspin_sql.sql import audit_statement
-
-    spark_tables = None
-    if engine == "spark":   # spark_table('db.table'): the schema again, from the session run_sql used
-        from dpspin_sql.engines.spark_tables import SparkCatalog
-
-        spark_tables = SparkCatalog(None, spark_master).columns
-    said = defaults_line(audit_statement(text, con, user_catalog=user_catalog(con), public=tuple(public or ()),
-                                         spark_tables=spark_tables).request, SQL_SETTINGS)
+                           spark_master=spark_master, dataset=dataset, outputs=outputs,
+                           public_tables=tuple(public or ()), on_audit=audited.append)
+    said = defaults_line(audited[0].request, SQL_SETTINGS)
     if said:                      # privacy-relevant: said on stderr even with --quiet
         err.print(said, markup=False)
     from dpspin_sql.relevance import release_warning

@@ -27,7 +27,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
             engine: str = "duckdb", dataset: str = ledger.DEFAULT_DATASET, outputs: Outputs | None = None,
             spark=None, spark_assign: str = "auto", spark_master: str | None = None, pg=None,
             pg_dsn: str | None = None,
-            files_root: str | Path | None = None, public_tables=()):
+            files_root: str | Path | None = None, public_tables=(), on_audit=None):
     """Audit and run one DP statement; charge the ledger; write and return the plan.
 
     `con` is a store connection (`dpspin_sql.store.connect`) or any DuckDB connection that
@@ -49,6 +49,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     subqueries must be row-wise (docs/SQL.md, "Views"); `public_tables` names the tables of
     yours whose rows are public (a lookup table, a dictionary), over which alone a view may
     aggregate. The ledger row records them, and what one base record is (`record_key`).
+    `on_audit(audited)`, when given, is called once with the audited statement before anything runs
+    (the CLI reads the request's defaults from it instead of auditing the statement again).
     """
     from dpspin_sql.embed import resolve, user_catalog
     from dpspin_sql.release import release
@@ -62,6 +64,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     with resolve(con) as con:   # a plain connection without install() is one clear error
         audited = audit_statement(sql, con, user_catalog=user_db, files_root=files_root, public=public_tables,
                                   spark_tables=spark_catalog.columns if spark_catalog is not None else None)
+        if on_audit is not None:
+            on_audit(audited)
         if audited.source.store:
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
                                  pg_dsn=pg_dsn, spark_master=spark_master)
