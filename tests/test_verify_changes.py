@@ -74,6 +74,9 @@ ACCEPTED = [
     "Late fees rose from about 100 before 2017 to about 300 from 2017.",
     "Late fees rose from about 100 to about 300.",
     "Late fees rose to about 300.",
+    # the size of a change: the released difference b − a
+    "Late fees rose by about 200.",
+    "Billing disputes fell by roughly 130 between the two releases.",
     "Late fees rose from about 100 in release A to about 300 in release B.",
     # more common in b than in a, and the reverse wording
     "Late fees were more common from 2017 than before 2017.",
@@ -88,6 +91,7 @@ ACCEPTED = [
     # no supported change, said as such
     "Card fraud shows no supported change.",
     "Billing disputes did not rise.",
+    "The comparison does not support a change for card fraud.",
     # one-sided: the comparison's one-sided bound supports the rise
     "Identity theft rose.",
     # a sentence about one side is a summary of that side's plan
@@ -122,6 +126,10 @@ REJECTED = [
     ("Late fees rose from about 300 before 2017 to about 100 from 2017.", "unsupported_number"),
     ("Late fees rose from about 100 to about 350.", "unsupported_number"),
     ("Identity theft rose from about 0 to about 150.", "unsupported_number"),   # no released value before 2017
+    ("Late fees rose by about 150.", "unsupported_number"),              # the difference is 200
+    ("Billing disputes fell by about 200.", "unsupported_number"),
+    ("Identity theft rose by about 150.", "unsupported_number"),          # one release only: no difference
+    ("The comparison does not support a change for late fees.", "unsupported_change"),
     ("Before 2017, late fees ranked first.", "wrong_rank"),
     ("Late fees ranked second.", "wrong_rank"),                           # no side named: must hold in both
     ("Late fees ranked second before 2017 and third from 2017.", "mixed_sides"),

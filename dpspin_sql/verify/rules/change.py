@@ -13,11 +13,13 @@ Only when the verifier checks against a comparison (verify/comparison.py; docs/V
   "a 40% increase" also needs the released ratio to fit 1 ± 40% by the rounding rule;
 * "stayed about the same / unchanged / little changed / held steady" passes only when the
   comparison supports no change and `about_the_same` is true (the ratio interval within
-  [1/E, E]); "no supported change" passes when the change is `no_supported_change`;
+  [1/E, E]); "no supported change" ("the comparison does not support a change for …") passes
+  when the change is `no_supported_change`;
 * "A overtook C" needs a supported `rank_swaps` entry; "more common from 2017 than before
   2017" is a rise from the side after *than* to the side before it;
 * "from about N to about M" (and "to about M", "from about N"): each number is a side's
-  released noisy mass, by the rounding rule; any other number in the sentence is
+  released noisy mass, by the rounding rule; "rose / fell by about D": D is the released
+  difference b − a (its size), by the same rule; any other number in the sentence is
   `unsupported_number`;
 * a theme admitted by one release only is judged by its one-sided row: supported only when
   the comparison's one-sided bound supports it; a change named with no theme of either
@@ -44,7 +46,9 @@ _PCT = r"(?:%|\s*percent\b|\s*per\s+cent\b)"
 CUES: list[tuple[str, re.Pattern]] = [
     ("nosup", re.compile(r"\bno\s+(?:supported|clear|clearly\s+supported|statistically\s+supported|detectable|reliable)\s+"
                          r"(?:change|difference|shift|rise|fall)\b|\b(?:change|difference)\s+(?:is|was)\s+not\s+supported\b"
-                         r"|\bnot\s+(?:a\s+)?supported\s+change\b", re.I)),
+                         r"|\bnot\s+(?:a\s+)?supported\s+change\b"
+                         r"|\b(?:does|did|do)\s*(?:not|n't)\s+support\s+(?:a|any)\s+(?:change|rise|fall|difference)\b(?!\s+(?:for|in)\s+(?:any|all|every)\b)",
+                         re.I)),
     ("same", re.compile(r"\b(?:(?:stayed|stays|stay|remained|remains|remain|held|holds|was|were|is|are|looked|looks)\s+"
                         r"(?:(?:about|roughly|nearly|much|largely|essentially|broadly|more\s+or\s+less|virtually|"
                         r"practically)\s+)?(?:the\s+same|unchanged|steady|stable|flat|level|constant)"
@@ -383,6 +387,18 @@ def _numbers(c: Check, J: _Judge, k: int, themed: list[tuple[Mention, Cue]]) -> 
             continue
         cs, ce = c.clause_at(cue.start)
         mine = [n for n in free if cs <= n.start < ce and n.start >= m.end and id(n) not in used]
+        for n in [n for n in mine if cue.kind in ("up", "down") and not n.pct
+                  and _BY.search(c.masked[max(cs, n.start - 24):n.start])]:
+            # "rose by about 200": the size of the change, the released difference b − a
+            mine.remove(n)
+            used.add(id(n))
+            diffs = [d for d in (_difference(J, aid) for aid in m.atoms) if d is not None]
+            if any(number_matches(n, abs(d)) or number_matches(n, round(abs(d), 1)) for d in diffs):
+                c.consume(n.start, n.end)
+            else:
+                c.add("unsupported_number", n.start, n.end, f'"{n.text}" is not the released difference of '
+                      f'"{m.text}" ({", ".join(f"{d:+.1f}" for d in diffs) or "none: it is not in both releases"}; '
+                      "a change's size is b − a of the two released noisy masses, by the public rounding rule)")
         if not mine:
             continue
         base = cue.baseline
@@ -413,6 +429,16 @@ def _numbers(c: Check, J: _Judge, k: int, themed: list[tuple[Mention, Cue]]) -> 
         if id(n) not in used:
             c.add("unsupported_number", n.start, n.end, f'"{n.text}" in a claim of change is neither a side\'s released '
                   "value of a theme it names nor the change's percentage")
+
+
+_BY = re.compile(rf"\bby\s+(?:{_HEDGE})?$", re.I)
+
+
+def _difference(J: _Judge, aid: int) -> float | None:
+    """The released difference b − a of an atom in both releases (None for one in one release only)."""
+    r = J.row(aid)
+    d = (r or {}).get("difference")
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
 def _side_value_matches(J: _Judge, aid: int, side: str, n: Num) -> bool:
