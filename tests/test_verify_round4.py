@@ -1,4 +1,4 @@
-"""The forms rounds 4 and 5 of the held-out corpora taught (docs/VERIFIER.md, *Measured on held-out corpora*), each in
+"""The forms rounds 4, 5 and 6 of the held-out corpora taught (docs/VERIFIER.md, *Measured on held-out corpora*), each in
 general form with wordings the corpus did not use: input → verdict over the round's real plans."""
 from __future__ import annotations
 
@@ -87,10 +87,67 @@ ROUND5_FORMS = [
 ]
 
 
+@cache
+def plan6(name: str) -> tuple[dict, list]:
+    """A round-6 plan and its dictionary's atoms (the writers saw both)."""
+    p = json.loads((PLANS / f"r6_{name}.json").read_text(encoding="utf-8"))
+    return p, json.loads((PLANS / f"r6_{name}.dictionary.json").read_text(encoding="utf-8"))["atoms"]
+
+
+CF, A23, A18, YE = "cfpb_topl_record", "amazon23_laplace_user", "amazon18_laplace_record", "yelp_gaussian_user"
+
+ROUND6_FORMS = [
+    # a gap stated with above/below/ahead/behind/clears/short of is a difference of two released values
+    (YE, "Good food sits well ahead of happy hour, roughly 68 above it.", True),
+    (YE, "Good food sits well ahead of happy hour, roughly 90 above it.", False),
+    (A18, "Body wash is about 30 behind pleasant scent and clears the margin.", False),
+    (A18, "Body wash is about 41.5 behind pleasant scent, which clears the margin.", True),
+    (YE, "Reasonable price falls about 22 short of good service, below the 41.6 margin.", True),
+    # B said of a reviewer's or customer's contribution
+    (YE, "No reviewer can contribute more than 2 units of mass.", True),
+    (YE, "Each customer contributes at most 3 units in total.", False),
+    (A23, "Contributions are capped at 1 per reviewer.", True),
+    # the assignment's fidelity on the auxiliary split, and its documented minimum
+    (CF, "The scorer's held-out precision is 0.45 and its recall 0.33, below the 0.8 and 0.5 the docs ask for.", True),
+    (CF, "The scorer's held-out precision is 0.62.", False),
+    (CF, "Mass and expressing records correlate at a Spearman of 0.94 on the auxiliary split.", True),
+    # "half": the split of ε, and a record's unit split over two themes
+    (CF, "Half of the budget went to choosing the themes and the other half to their values.", True),
+    (CF, "A complaint in two themes gives each of them half of its unit.", True),
+    (YE, "Reviewers differ; each of them mentions good food.", False),
+    # one sentence that names nothing between a question and a pronoun's antecedents
+    (YE, "Is happy hour ahead of good service? Hard to say. They are about 26 apart, under the margin.", True),
+    (YE, "Is happy hour ahead of good service? Hard to say. They are about 50 apart, under the margin.", False),
+    # "Likewise, A, B and C" with a predicate of its own
+    (YE, "Good service and reasonable price are within the margin. Likewise, mexican food, outdoor seating "
+         "and customer service cannot be ranked against each other.", True),
+    # a count opening a clause takes the noun of the clause before
+    (A18, "Ten themes were released; three are high, four moderate and three low.", True),
+    (A18, "Ten themes were released; four are high, three moderate and three low.", False),
+    (YE, "A moderate tier of four: reasonable price, mexican food, outdoor seating and customer service.", True),
+    (YE, "A moderate tier of three: reasonable price, mexican food, outdoor seating and customer service.", False),
+    # "the largest of them": among the themes the sentence before listed
+    (YE, "Five themes are low: fast food, great flavor, good lunch, good quality and nice atmosphere. "
+         "The largest of them is fast food.", True),
+    (YE, "Five themes are low: fast food, great flavor, good lunch, good quality and nice atmosphere. "
+         "The largest of these is good lunch.", False),
+    # a public word joined to a lowercase one names nothing; a name joined to one still does
+    (A18, "The masses are Laplace-noised, so every value carries ±4.5.", True),
+    (A18, "The masses come from Sephora-sourced reviews.", False),
+]
+
+
 FORMS = CASES + ROUND5_FORMS
 
 
 @pytest.mark.parametrize("name, summary, accepted", FORMS, ids=[f"{i}-{c[0]}" for i, c in enumerate(FORMS)])
 def test_held_out_forms(name, summary, accepted):
     v = verify(summary, plan(name))
+    assert v.accepted == accepted, [x.to_dict() for x in v.violations]
+
+
+@pytest.mark.parametrize("name, summary, accepted", ROUND6_FORMS, ids=[f"{i}-{c[0]}" for i, c in enumerate(ROUND6_FORMS)])
+def test_round6_forms(name, summary, accepted):
+    p, atoms = plan6(name)
+    v = verify(summary, p, dictionary=atoms)
     assert v.accepted == accepted, [x.to_dict() for x in v.violations]

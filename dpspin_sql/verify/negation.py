@@ -83,7 +83,9 @@ def _answer(c: Check, s: int) -> str | None:
         return "yes"
     if re.match(r"\s*(?:no|nope|not\s+(?:really|quite|at\s+all|demonstrably|significantly|meaningfully|clearly|"
                 r"reliably|necessarily|detectably|measurably)|it\s+is\s+not|it['’]s\s+not|(?:it\s+is\s+)?unclear|"
-                r"(?:we\s+)?(?:cannot|can['’]t)\s+(?:say|tell))\b", nxt, re.I):
+                r"(?:we\s+)?(?:cannot|can['’]t|could\s+not|couldn['’]t)\s+(?:say|tell|be\s+sure)|"
+                r"(?:it['’]?s\s+|it\s+is\s+)?(?:hard|impossible|difficult)\s+to\s+(?:say|tell)|"
+                r"(?:it['’]?s\s+|it\s+is\s+)?too\s+close\s+to\s+call|no\s+way\s+to\s+tell)\b", nxt, re.I):
         return "no"
     return None
 

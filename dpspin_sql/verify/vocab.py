@@ -95,6 +95,7 @@ PUBLIC_VOCABULARY = (
     "Note", "Summary", "Plan", "Theme", "Themes", "Rank", "Bin", "High", "Moderate", "Low", "Support", "Product",
     "Sub-product", "Issue", "Sub-issue", "Sub", "Overall", "Top", "Top-L", "Atom", "Atoms", "Privacy", "Differential",
     "Differentially", "Private", "JSON", "OK", "L", "K", "M", "B", "English", "AI", "LLM", "PII", "ID", "CI", "No",
+    "Spearman", "Pearson",
 )
 
 

@@ -351,6 +351,9 @@ def _scope(c: Check, a: Anaphor, mentions: list[Mention], back: bool = False) ->
     k = a.sentence - 1
     while k > 0 and _BARE_ANSWER.fullmatch(c.masked[c.sents[k][0]:c.sents[k][1]]):
         k -= 1   # "Is A clearly the top theme? Yes. At 578.5 it is far ahead": the answer word names nothing
+    if k > 0 and not any(c.sents[k][0] <= m.start < c.sents[k][1] for m in mentions) \
+            and any(c.sents[k - 1][0] <= m.start < c.sents[k - 1][1] for m in mentions):
+        k -= 1   # "Is A more common than B? We can't say. The two are 2.7 apart": one sentence naming nothing between
     ps, pe = c.sents[k]
     return [m for m in mentions if ps <= m.start < pe], k
 

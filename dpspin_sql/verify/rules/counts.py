@@ -40,6 +40,7 @@ _ELLIPTIC = re.compile(rf"\s*(?:$|[,.;:!?)—–§])|\s+(?!(?:[\w-]+\s+){{0,2}}?
                        rf"(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|percent|per|pp|x|%|times|"
                        rf"mentions?|units?|years?|months?|weeks?|days?|hours?|minutes?|dollars?|stars?|"
                        rf"(?:comparison\s+)?margin|threshold|noise|epsilon|budget|scale)\b)[a-z]", re.I)
+_TIER_OF = re.compile(r"\b(?:high|moderate|low)(?:[\s-]+support)?\s+(?:tier|bin|group|band|cluster)\s+of\s+$", re.I)  # "a high tier of three: …"
 _BARE_START = re.compile(r"(?:^|[,;:—–(]|\b(?:and|but|while|whereas|with|whilst))\s*$", re.I)
 _BARE_NEXT = re.compile(rf"\s+(?!(?:{RECORD_NOUNS}|{PEOPLE_NOUNS}|of|out|in|per|percent)\b)[a-z]+\b")
 _ANY_NOUN = re.compile(rf"\b(?:(?P<plan>{PLAN_NOUNS})|{RECORD_NOUNS}|{PEOPLE_NOUNS})\b", re.I)
@@ -240,9 +241,12 @@ def _recognise(c: Check) -> list[_Count]:
         elif (m := _BINS_AFTER.match(after)) and _mods_ok(m.group("mods")):
             ct = _Count(num, n, num.start, num.end + m.end(), m.group("noun"), m.group("mods"), bins_noun=True)
         elif (_PARTITIVE_M.search(before) or _GROUP_DET.search(before) or _OTHER_DET.search(before)
-              or _RANKED_OF.search(before)) and _ELLIPTIC.match(after):
+              or _RANKED_OF.search(before) or _TIER_OF.search(before)) and _ELLIPTIC.match(after):
             ct = _Count(num, n, num.start, num.end)
-        elif _BARE_START.search(before) and _BARE_NEXT.match(after) and _last_noun_is_plan(before):
+        elif _BARE_START.search(before) and _BARE_NEXT.match(after) and _last_noun_is_plan(
+                before if _ANY_NOUN.search(before) or k == 0 else txt[c.sents[k - 1][0]:c.sents[k - 1][1]] + " " + before):
+            # "Ten themes were released; three are high": a sentence or clause that starts with the count takes
+            # the last noun of the one before
             ct = _Count(num, n, num.start, num.end)  # "Of the six themes, four have …", "two themes …, and four …"
         if ct is None:
             # "N of the M …", "N of them", "N out of M themes"

@@ -75,7 +75,8 @@ def check(c: Check) -> None:
         words = [w for w in words if not inside(w[0], w[1]) and not any(a <= w[0] < b for a, b in taken)
                  and not c.is_consumed(w[0], w[1])]   # a table's header row is layout (rules/tables.py)
         flagged = [(s, e, w) for s, e, w in words if not (s == m.start() and sentence_start(text, s))
-                   and not set(word_tokens(w)) <= allowed and w.lower() not in allowed]
+                   and not set(word_tokens(w)) <= allowed and w.lower() not in allowed
+                   and not _public_compound(w, allowed)]
         if flagged:
             s, e = flagged[0][0], flagged[-1][1]
             c.add("named_entity", s, e, f'"{text[s:e]}" looks like a name; names of people, '
@@ -83,6 +84,12 @@ def check(c: Check) -> None:
             spans.append((s, e))
     for s, e in spans:
         c.mask(s, e, "¤")
+
+
+def _public_compound(word: str, allowed: set) -> bool:
+    """"Gaussian-noised", "Laplace-based": a public word joined to lowercase words names nothing."""
+    head, _, rest = word.partition("-")
+    return bool(rest) and rest == rest.lower() and (head in allowed or head.lower() in allowed)
 
 
 def _quoted_parts(lex) -> set[tuple]:

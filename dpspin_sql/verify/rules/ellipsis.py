@@ -71,6 +71,9 @@ def check(c: Check) -> None:
         ms = m.start(g)
         carried = _mention_at(c, ms)
         k = c.sentence_of(m.start())
+        if g == "e" and re.match(r"(?i)likewise", m.group()) and re.search(
+                r"[A-Za-z]{3,}", re.sub(r"§+|\b(?:and|or|too|also|as\s+well)\b", "", c.masked[m.end(g):c.sents[k][1]])):
+            continue   # "Likewise, A, B and C should be shown as a tie": a sentence of its own, not an ellipsis
         lo, hi = c.sents[k][0], m.start()
         if g in "cde" and not [x for x in c.mentions if lo <= x.start < hi and x.start != ms]:
             if k == 0:

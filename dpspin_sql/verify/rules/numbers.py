@@ -27,7 +27,7 @@ CUES = {
     "L": PLAN_NOUNS + r"|plan|top|top-l|l",
     "m": PLAN_NOUNS + r"|dictionary|universe|candidates?|vocabulary|taxonomy|m",
     "K": r"k|per\s+record|assignments?|at\s+most|up\s+to",
-    "B": r"b|bound|clip(?:ping|ped)?|contributions?|per\s+user",
+    "B": r"b|bound|clip(?:ping|ped)?|contribut\w*|per\s+(?:user|reviewer|customer|consumer|person|account)",
     "public_denominator": r"denominator|total|out\s+of|of|among|across|over|in|records?|complaints?|reviews?|documents?",
     "comparison_margin": r"margins?(?!\s+of\s+error)|comparison\s+threshold|threshold|differences?|differ(?:s|ing)?|"
                          r"gaps?|apart|meaningful|significant|(?:in)?distinguishable",
@@ -35,6 +35,12 @@ CUES = {
     "interval_half_width": r"±|\+/-|\+-|plus\s+or\s+minus|give\s+or\s+take|margin\s+of\s+error|half[\s-]?width|error|"
                            r"uncertainty|accura(?:cy|te)|precision|within",
     "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
+    # the assignment's fidelity on the auxiliary split, and the documented minimums (plan.assignment)
+    "budget_share": r"ε|epsilon|budget",
+    "unit_share": r"units?",
+    "fidelity_precision": r"precision",
+    "fidelity_recall": r"recall",
+    "fidelity_spearman": r"spearman|(?:rank\s+)?correlation",
 }
 # public parameters and counts that are exact in the plan: stated, they must be the plan's value, not a rounding of it
 EXACT_FIELDS = frozenset({"public_denominator", "K", "L", "m", "epsilon", "delta", "B"})
@@ -45,6 +51,15 @@ def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
     """The public metadata values this number could state (field, value)."""
     p = c.plan
     vals: list[tuple[str, float]] = []
+    if num.kind == "frac":
+        # "half of ε for the selection, half for the values"; "a record in two themes gives each half of its unit"
+        share = (p.get("mechanism_details") or {}).get("selection_fraction")
+        if isinstance(share, (int, float)) and not isinstance(share, bool):
+            vals += [("budget_share", 100.0 * float(share)), ("budget_share", 100.0 * (1 - float(share)))]
+        k = p.get("K")
+        if isinstance(k, int) and not isinstance(k, bool):
+            vals += [("unit_share", 100.0 / j) for j in range(2, k + 1)]
+        return vals
     if num.kind not in ("digits", "words"):
         return vals
     if num.pct:  # only the confidence level is a percentage
@@ -54,6 +69,13 @@ def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
         if isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool):
             vals.append((key, float(p[key]) * (100.0 if key == "interval_confidence" else 1.0)))
     vals.append(("L", float(c.n)))
+    raw = p.get("assignment")
+    assignment: dict = raw if isinstance(raw, dict) else {}
+    for part in ("fidelity", "fidelity_minimum"):
+        for name, v in (assignment.get(part) or {}).items():
+            key = next((f"fidelity_{w}" for w in ("precision", "recall", "spearman") if w in name), "")
+            if key and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1:
+                vals.append((key, float(v)))
     return vals
 
 
@@ -171,8 +193,8 @@ def check(c: Check) -> None:
         c.add("unsupported_number", s, e, f'"{num.text}" is not a released value{who} under the public rounding rule')
 
 
-_GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of)\b",
-                  re.I)
+_GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of|"
+                  r"above|below|ahead|behind|clears?|cleared|short\s+of)\b", re.I)
 
 
 def _gap_value(c: Check, num: Num) -> bool:

@@ -36,6 +36,8 @@ def check(c: Check) -> None:
     for m in QUANT.finditer(masked):
         if m.group("q") and _not_a_noun_phrase(masked, m):
             continue   # "no ordering among them", "each adjacent pair among them": the quantifier is not over records
+        if m.group("q") and re.search(r"\bthem$", m.group(), re.I) and _them_are_themes(c, m.start()):
+            continue   # "a complaint in two themes gives each of them half of its unit": "them" are themes
         q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
         s, e = span_of(c.sents, m.start(), (0, len(masked)))
         if METHOD.search(c.text[s:e]) or is_bound_statement(masked[s:e]):
@@ -59,3 +61,18 @@ def _not_a_noun_phrase(masked: str, m: re.Match) -> bool:
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", inner)[:-1]
     return any(word_class(w) in ("F", "V", "R") and w.lower() not in ("of", "the", "these", "those", "our", "their")
                for w in words)
+
+
+_PLAN_NOUN = re.compile(r"\b(?:themes?|topics?|atoms?|categories|category|issues?|ones|bins?|phrases?|labels?|§+)\b", re.I)
+
+
+def _them_are_themes(c: Check, at: int) -> bool:
+    """Is the last noun before "them" (in its sentence, else the one before) a theme noun rather than a population?"""
+    k = c.sentence_of(at)
+    for lo, hi in (c.sents[k][0], at), (c.sents[k - 1] if k > 0 else (0, 0)):
+        before = c.masked[lo:hi]
+        plan = [x.end() for x in _PLAN_NOUN.finditer(before)]
+        people = [x.end() for x in re.finditer(r"\b" + _POPULATION.replace("|them)", ")") + r"\b", before, re.I)]
+        if plan or people:
+            return bool(plan) and (not people or plan[-1] > people[-1])
+    return False

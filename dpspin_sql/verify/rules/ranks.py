@@ -274,6 +274,9 @@ _BIN_AFTER = re.compile(r"[\s-]*(?:the\s+)?(?P<b>high|moderate|low)[\s-]+support
                         r"(?:themes?|ones|topics?|bin|tier|band|group)\b", re.I)   # "the largest of the moderate themes"
 
 
+_OF_THEM = re.compile(r"\s+(?:of|among)\s+(?:them|these|those|this\s+group|that\s+group)\b", re.I)
+
+
 def _restricted(c: Check, kind: str, s: int, e: int) -> int:
     """The rank a superlative claims, within its restriction: "the most common low-support theme"
     is the first of the low bin, "after A, B is the most common" the first of the others."""
@@ -283,7 +286,12 @@ def _restricted(c: Check, kind: str, s: int, e: int) -> int:
     if binned:
         which = (binned.group("b") or binned.group("b2")).lower()
         pool = {x: a for x, a in pool.items() if str(a.get("bin", "")).lower() == which}
-    ss = c.sents[c.sentence_of(s)][0]
+    k = c.sentence_of(s)
+    if _OF_THEM.match(c.masked, e) and k > 0:   # "Eight are low: A, B, …  The largest of them is A"
+        named = {x for m in c.in_range(*c.sents[k - 1]) for x in m.atoms}
+        if len(named) > 1:
+            pool = {x: a for x, a in pool.items() if x in named}
+    ss = c.sents[k][0]
     for m in _AFTER_X.finditer(c.masked, ss, s):
         for men in c.in_range(m.end(), s)[:1]:
             pool = {x: a for x, a in pool.items() if x not in men.atoms}

@@ -99,6 +99,7 @@ ADJ = re.compile(rf"\b(?:{_CHANGE_ADJ})\s+(?!(?:to|up|down|out|off|in|on|at|by|f
                  rf"as|and|or|but|than|of|the|a|an|steadily|sharply)\b)(?:§+|[a-z][\w-]*)", re.I)
 ADV = re.compile(rf"\b(?:{_CHANGE_ADV})\b", re.I)
 NOT_CHANGE = re.compile(r"\b(?:fall|falls|fell|fallen|falling)\s+(?:in|into|within|under|between|inside|outside|among)\b"
+                        r"|\b(?:fall|falls|fell|fallen|falling)\s+(?:(?:about|roughly|some|just|well|far)\s+)?(?:[\d.,]+\s+)?short\b"   # "falls about 22 short of B": a gap
                         r"|\b(?:emerge[sd]?|emerging)\s+as\b|\brises\s+to\s+(?:the\s+)?(?:top|first)\b"
                         r"|\b(?:falls|sinks|drops)\s+to\s+(?:the\s+)?(?:bottom|last)\b", re.I)
 DISCLAIMER = re.compile(
