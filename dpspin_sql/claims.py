@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from dpspin_sql import mechanism_kinds
 from dpspin_sql.verify import Violation, margin_of
 
-KINDS = ("top_theme", "rank", "bin", "mass", "interval", "range", "comparison", "similar", "count", "method", "table")
+KINDS = ("top_theme", "rank", "bin", "mass", "interval", "range", "comparison", "similar", "count", "method", "table",
+         "change", "no_change", "top_in")   # the last three: claims about a comparison (claims_change.py)
 # public method fields a `method` claim may state (docs/PLAN.md); each is rendered from the plan's own value
 METHOD_FIELDS = ("mechanism", "unit", "epsilon", "delta", "B", "K", "noise_scale", "comparison_margin",
                  "public_denominator", "interval_confidence", "bins")
@@ -56,6 +57,8 @@ class Claim:
             d["theme"] = self.theme
         if self.kind in ("comparison", "similar"):
             d["other"] = self.other
+        if self.kind == "top_in":
+            d["field"] = self.field   # the side, "a" or "b"
         return d
 
 
@@ -196,6 +199,8 @@ def _variants(items: list[Claim]) -> list[dict]:
             groups.setdefault(("method",), []).append(c.field)
         elif c.kind == "table":
             groups.setdefault(("table",), [])
+        elif c.kind == "top_in":
+            groups.setdefault(("top_in", c.field), []).append(c.theme)
         else:
             groups.setdefault((c.kind,), []).append(c.theme)
     out = []
@@ -209,6 +214,8 @@ def _variants(items: list[Claim]) -> list[dict]:
             props = {"kind": [kind]}
         elif kind in ("comparison", "similar"):
             props = {"kind": [kind], "theme": [key[1]], "other": values}
+        elif kind == "top_in":
+            props = {"kind": [kind], "theme": values, "field": [key[1]]}
         else:
             props = {"kind": [kind], "theme": values}
         out.append(props)
@@ -286,7 +293,7 @@ def read_claims(obj, items: list[Claim]) -> tuple[list[Claim], list[Violation], 
         c = Claim(x["kind"], x.get("theme") if x["kind"] not in ("count", "method", "table") else None,
                   x.get("other") if x["kind"] in ("comparison", "similar") else None,
                   x.get("bin") if x["kind"] == "count" else None,
-                  x.get("field") if x["kind"] == "method" else None)
+                  x.get("field") if x["kind"] in ("method", "top_in") else None)
         if set(x) != set(c.as_json()):
             conforms = False
         if c in on_menu:
@@ -301,8 +308,10 @@ def read_claims(obj, items: list[Claim]) -> tuple[list[Claim], list[Violation], 
             vs.append(Violation("unsupported_comparison", span, "the margin does not support this comparison"))
         elif c.kind == "similar":
             vs.append(Violation("unsupported_comparison", span, "these themes differ by at least the margin"))
-        elif c.kind == "top_theme":
+        elif c.kind in ("top_theme", "top_in"):
             vs.append(Violation("wrong_rank", span, "this theme is not the rank-1 theme"))
+        elif c.kind in ("change", "no_change"):
+            vs.append(Violation("unsupported_change", span, "the comparison does not support this claim of change"))
         else:
             vs.append(Violation("malformed_output", span, "the plan supports no such claim"))
     return out, vs, conforms

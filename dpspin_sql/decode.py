@@ -9,10 +9,10 @@ is returned.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,10 @@ _PUBLIC_ATOM = ("atom_id", "rank", "label", "description", "display_mass", "nois
 
 
 def public_view(plan: Any) -> dict:
-    """Only released, public fields: what a decoder may see (never extra keys)."""
+    """Only released, public fields: what a decoder may see (never extra keys). A comparison
+    (`dpspin compare`) is post-processing of two released plans, public as a whole: a copy."""
+    if isinstance(plan, dict) and plan.get("kind") == "comparison":
+        return copy.deepcopy(plan)
     p = plan_dict(plan)
     view = {k: p[k] for k in _PUBLIC_META if k in p}
     view["comparison_margin"] = margin_of(p)
@@ -152,8 +155,10 @@ def template_summary(plan: Any) -> str:
 
     Numbers are the released values rounded to one decimal; with accuracy intervals in the
     plan each mass carries its interval half-width ("released mass 95.3 (±4.1)") and one
-    sentence states the intervals' confidence."""
+    sentence states the intervals' confidence. A comparison: `comparison_summary`."""
     v = public_view(plan)
+    if v.get("kind") == "comparison":
+        return comparison_summary(v)
     atoms = v["atoms"]
     if not atoms:
         return "The released plan admits no themes, so there is nothing to summarize."
@@ -189,20 +194,6 @@ def template_summary(plan: Any) -> str:
     return "\n".join(lines)
 
 
-def _side_phrase(comp: dict, which: str) -> str:
-    """How the summary names a side: its name when the verifier reads it as that side ("before
-    2017-01-01", "in the 2016 release"), else "in the first / second release"."""
-    from dpspin_sql.verify.comparison import side_markers
-
-    name = str(comp[which].get("name") or "")
-    for phrase in (name if re.match(r"(?i)(?:before|from|since|until|after)\s", name) else f"in {name}",
-                   f"in the {name} release"):
-        found = side_markers(phrase, comp)
-        if len(name) >= 3 and len(found) == 1 and found[0][2] == which and found[0][1] - found[0][0] == len(phrase):
-            return phrase
-    return "in the first release" if which == "a" else "in the second release"
-
-
 def comparison_summary(comparison: dict, top: int = 3) -> str:
     """A short faithful summary of a comparison (docs/PLAN.md "Comparisons"): the `top` supported
     changes of atoms in both plans by |difference|, each with both sides' released values; the
@@ -211,8 +202,10 @@ def comparison_summary(comparison: dict, top: int = 3) -> str:
                   key=lambda r: (-abs(float(r["difference"])), r["label"]))[:top]
     if not rows:
         return "The comparison does not support a change for any theme at its family-wise level."
-    pa, pb = _side_phrase(comparison, "a"), _side_phrase(comparison, "b")
-    level = f"{100 * float(comparison.get('confidence', 0.95)):g}%"
+    from dpspin_sql.claims_change import level_phrase, side_phrase
+
+    pa, pb = side_phrase(comparison, "a"), side_phrase(comparison, "b")
+    level = level_phrase(comparison)
     lines = []
     for i, r in enumerate(rows):
         verb = "rose" if r["change"] == "rose" else "fell"
@@ -282,6 +275,22 @@ Answer with 2 or 3 short sentences and nothing else."""
 EXAMPLE = ("Example answer for another list: Late delivery is the most common theme, with high support. "
            "Late delivery is more common than damaged box. Damaged box has low support.")
 
+COMPARISON_SYSTEM_PROMPT = """You summarize what changed between two releases of a list of themes. A strict checker reads your answer.
+Rules:
+- Mention only the themes in the list, by their labels.
+- Say a theme rose or fell only where the list says its change is supported, in that direction.
+- For the others say only that the comparison does not support a change.
+- Copy numbers exactly from the list or leave them out. Never add other numbers.
+- No quotes, names, places, dates, examples or contact details.
+Answer with 2 or 3 short sentences and nothing else."""
+
+COMPARISON_EXAMPLE = ("Example answer for another comparison: Late delivery rose from about 40.2 in the first release "
+                      "to about 75.9 in the second release. The comparison does not support a change for damaged box.")
+
+COMPARISON_CLAIMS_SYSTEM_PROMPT = """You choose the facts for a short summary of what changed between two releases.
+A program writes the sentences from your choices, so you only pick facts and their order.
+Answer with one JSON object and nothing else."""
+
 CLAIMS_SYSTEM_PROMPT = """You choose the facts for a short summary of a ranked list of themes.
 A program writes the sentences from your choices, so you only pick facts and their order.
 Answer with one JSON object and nothing else."""
@@ -306,8 +315,13 @@ _KIND_HELP = {
 
 
 def plan_prompt(plan: Any) -> str:
-    """The plan as public text for the decoder (facts and supported comparisons only)."""
+    """The plan as public text for the decoder (facts and supported comparisons only); for a
+    comparison, each compared theme's two values and whether its change is supported."""
     v = public_view(plan)
+    if v.get("kind") == "comparison":
+        from dpspin_sql import claims_change
+
+        return claims_change.prompt(v, claims_change.menu(v)).split("\n\n")[0]
     lines = ["Released plan (themes by rank):"]
     for a in v["atoms"]:
         lines.append("- " + _atom_sentence(a))
@@ -342,15 +356,44 @@ def claims_prompt(view: dict, items: list) -> str:
     return "\n".join(lines)
 
 
-def build_messages(plan: Any, mode: str, history: list[str], items: list | None = None) -> list[dict]:
-    if mode == "claims":
-        v = public_view(plan)
-        if items is None:
-            from dpspin_sql.claims import menu
+def claim_menu(view: dict) -> list:
+    """The claims a plan or a comparison supports (claims.menu / claims_change.menu)."""
+    if view.get("kind") == "comparison":
+        from dpspin_sql import claims_change
 
-            items = menu(v)
-        msgs = [{"role": "system", "content": CLAIMS_SYSTEM_PROMPT},
-                {"role": "user", "content": claims_prompt(v, items)}]
+        return claims_change.menu(view)
+    from dpspin_sql.claims import menu
+
+    return menu(view)
+
+
+def claim_render(claims: list, view: dict) -> tuple[str, list]:
+    if view.get("kind") == "comparison":
+        from dpspin_sql import claims_change
+
+        return claims_change.render(claims, view)
+    from dpspin_sql.claims import render
+
+    return render(claims, view)
+
+
+def build_messages(plan: Any, mode: str, history: list[str], items: list | None = None) -> list[dict]:
+    v = public_view(plan)
+    compared = v.get("kind") == "comparison"
+    if mode == "claims":
+        if items is None:
+            items = claim_menu(v)
+        if compared:
+            from dpspin_sql import claims_change
+
+            user = claims_change.prompt(v, items)
+        else:
+            user = claims_prompt(v, items)
+        msgs = [{"role": "system", "content": COMPARISON_CLAIMS_SYSTEM_PROMPT if compared else CLAIMS_SYSTEM_PROMPT},
+                {"role": "user", "content": user}]
+    elif compared:
+        user = plan_prompt(v) + "\n\n" + COMPARISON_EXAMPLE + "\n\nNow write the summary of this comparison."
+        msgs = [{"role": "system", "content": COMPARISON_SYSTEM_PROMPT}, {"role": "user", "content": user}]
     else:
         user = plan_prompt(plan) + "\n\n" + EXAMPLE + "\n\nNow write the summary of this list."
         msgs = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
@@ -538,7 +581,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
     attempts: list[dict] = []
     history: list[str] = []
     state: dict = {}
-    items = cl.menu(view) if cfg.mode == "claims" else []
+    items = claim_menu(view) if cfg.mode == "claims" else []
     dropped: set = set()
     reached, note, constraint = False, None, None
     rounds = int(max_attempts)
@@ -566,7 +609,7 @@ def summarize(plan: Any, decoder: str = "template", max_attempts: int = 3,
                 rec["constraint_enforced"] = conforms
                 if not conforms and meta["constraint"] in _ENFORCING and meta.get("finish_reason") != "length":
                     _demote(cfg, state)
-                text, spans = cl.render(chosen, view)
+                text, spans = claim_render(chosen, view)
                 checked = verify(text, view, dictionary, require_theme=True)  # never trust the renderer
                 verdict = Verdict(not structural and checked.accepted, [*structural, *checked.violations])
                 blame = sorted(cl.blamed(checked.violations, text, spans), key=cl.describe)

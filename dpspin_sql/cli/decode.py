@@ -127,9 +127,6 @@ def summarize_cmd(
     from dpspin_sql.outputs import Outputs
 
     p, labels, dictionary_file = read_plan(plan, dictionary)
-    if p.get("kind") == "comparison":
-        _summarize_comparison(p, labels, decoder, summary_out, plan)
-        return
     if decoder not in ("template", "llm") or mode not in ("text", "claims"):
         raise BadInput("--decoder must be template|llm and --mode text|claims")
     if constraint is not None and constraint not in CONSTRAINTS:
@@ -159,27 +156,6 @@ def summarize_cmd(
     typer.echo(result.text)
     if decoder == "llm":
         err.print(("note: " if result.fallback_used else "") + result.status_line(), markup=False)
-
-
-def _summarize_comparison(comp: dict, labels: Optional[list], decoder: str, summary_out: Optional[Path],
-                          path: Path) -> None:
-    """The template summary of a comparison (its supported changes), verified before it is written."""
-    from dpspin_sql.decode import comparison_summary
-    from dpspin_sql.outputs import Outputs, write_text_atomic
-    from dpspin_sql.verify import verify
-
-    if decoder != "template":
-        raise BadInput("a comparison is summarized by the template decoder only (--decoder template)")
-    outputs = Outputs(inputs=[path])
-    if summary_out is not None:
-        outputs.add(summary_out, "--out")
-    text = comparison_summary(comp)
-    verdict = verify(text, comp, labels)
-    if not verdict.accepted:
-        raise Refusal("refused: the comparison's template summary did not pass the verifier; nothing written")
-    if summary_out is not None:
-        write_text_atomic(summary_out, text)
-    typer.echo(text)
 
 
 @app.command("verify", rich_help_panel="Read", epilog=example(
