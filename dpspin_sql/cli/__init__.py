@@ -82,14 +82,18 @@ def run(argv: list[str] | None = None) -> int:
     with interrupts.handling():
         if argv and argv[0] in _CHARGING:   # until its charge commits (release.py says what happened then)
             interrupts.status("nothing was charged")
+        _SAID.clear()
         try:
             rc = _run(argv)
         except interrupts.Interrupted:   # a signal that arrived as the command ended
             rc = 0
         signum = interrupts.received()
-        if signum is not None:
+        if signum is not None and not (rc != 0 and _SAID):
             return _interrupted(signum)
-        return rc
+        return rc   # a command that failed and said why stays that failure: a late signal changes nothing
+
+
+_SAID: list[str] = []   # the one line this command printed, if it printed one (see _one_line)
 
 
 _CHARGING = ("release", "sql")   # the commands that charge the ledger of the store they are given
@@ -161,7 +165,9 @@ def _run(argv: list[str] | None) -> int:
 
 def _one_line(message: str) -> None:
     sys.stdout.flush()   # what the command printed comes first, each line ended, never "…rejectederror: …"
-    print(" ".join(str(message).split()), file=sys.stderr)
+    line = " ".join(str(message).split())
+    _SAID.append(line)
+    print(line, file=sys.stderr)
 
 
 def os_error_line(exc: OSError) -> str:
