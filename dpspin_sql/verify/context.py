@@ -197,7 +197,8 @@ class Check:
         if opened < 0 or ")" in txt[opened:s]:
             return None
         before = [m for m in self.in_range(ss, opened) if m.end <= opened]
-        if not before or not re.fullmatch(r"(?:\s*[\w'-]+){0,2}\s*", txt[before[-1].end:opened]):
+        # the label may be quoted or emphasised: '"nice color" (≈ 247)', '**nice color** (≈ 247)'
+        if not before or not re.fullmatch(r"(?:[\s\"”’'*_≈~]*[\w'.,-]+){0,2}[\s\"”’'*_≈~]*", txt[before[-1].end:opened]):
             return None
         return before[-1]
 

@@ -81,7 +81,14 @@ def sentence_start(text: str, pos: int) -> bool:
 # them (same length, so positions still agree with the summary). A list marker, a heading or
 # a line that starts with a capital keeps its break.
 _MARKUP = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>|(?<!\w)[*_]{1,3}(?=[^\s*_])|(?<=[^\s*_])[*_]{1,3}(?!\w)|`+")
-_SOFT_BREAK = re.compile(r"(?<=[\w,§¤%)])[ \t]*\n(?=[ \t]*[a-z])")
+# a line that goes on in lowercase, with a quoted or parenthesised lowercase word, or with a number that is no
+# list item's ("… clearly more common than\n"outdoor seating" (about\n154)") continues its sentence
+_SOFT_BREAK = re.compile(r"(?<=[\w,§¤%)\"”’])[ \t]*\n(?=[ \t]*(?:[a-z]|[\"“‘'(][a-z]|\d(?![\d,.]*[.)](?:\s|$))))")
+
+
+def soft_breaks_as_spaces(text: str) -> str:
+    """The summary with soft line breaks (a line that goes on in lowercase) made spaces, same length."""
+    return _SOFT_BREAK.sub(lambda m: " " * len(m.group()), text)
 
 
 def neutral(text: str) -> str:

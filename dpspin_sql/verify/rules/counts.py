@@ -167,8 +167,9 @@ def _members_named(c: Check, s: int, e: int) -> list[frozenset]:
     return out
 
 
-def _groups(c: Check, k: int, start: int) -> list[list[frozenset]]:
-    """Groups a determiner may refer to: this sentence's themes, the previous sentence's, the plan."""
+def _groups(c: Check, k: int, start: int, wide: bool = False) -> list[list[frozenset]]:
+    """Groups a determiner may refer to: this sentence's themes, the previous sentence's, (`wide`, for a count
+    matched by its size) the themes of the last two or three sentences, the plan."""
     out = []
     if c.groups.get(k):
         out.append(c.groups[k])
@@ -179,6 +180,12 @@ def _groups(c: Check, k: int, start: int) -> list[list[frozenset]]:
         prev = _members_named(c, *c.sents[k - 1])
         if prev:
             out.append(prev)
+    for j in (2, 3) if wide else ():   # a list told over a few sentences or list items ("- A … - B … - C …; these three")
+        if k - j >= 0:
+            for end in (c.sents[k - 1][1], c.sents[k][1]):
+                group = _members_named(c, c.sents[k - j][0], end)
+                if group and group not in out:
+                    out.append(group)
     out.append([frozenset({x}) for x in c.lex.atoms])
     return out
 
@@ -236,6 +243,9 @@ def _recognise(c: Check) -> list[_Count]:
             continue  # "the one between A and B": a pronoun, not a count
         if _QUANT_OF.search(before):
             continue  # "half of the ten themes": read by _quantifiers
+        if num.text.lower() == "two" and re.search(r"\bno\s+$", before, re.I):
+            c.consume(num.start, num.end)
+            continue  # "no two themes can be told apart": no pair, not a count
         if (m := _NOUN_AFTER.match(after)) and _mods_ok(m.group("mods")):
             ct = _Count(num, n, num.start, num.end + m.end(), m.group("noun"), m.group("mods"))
         elif (m := _BINS_AFTER.match(after)) and _mods_ok(m.group("mods")):
@@ -523,7 +533,7 @@ def _resolve_group(c: Check, m_ct: _Count, pred) -> tuple[list[frozenset], int] 
             _fail(c, m_ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
             return None
         return [frozenset({x}) for x in c.lex.atoms], m_ct.n
-    for g in _groups(c, k, m_ct.start):
+    for g in _groups(c, k, m_ct.start, wide=True):
         if len(g) == m_ct.n:
             return g, len(g)
     if m_ct.n in _plan_sizes(c):
@@ -550,7 +560,7 @@ def _judge_group(c: Check, ct: _Count, h: str, pred) -> None:
         if not count_ok(h, ct.n, b - a + 1):
             _fail(c, ct, f"is not the number of ranks from {a} to {b}")
         return
-    for g in _groups(c, k, ct.start):
+    for g in _groups(c, k, ct.start, wide=True):
         if count_ok(h, ct.n, len(g)):
             c.groups.setdefault(k, g)
             if pred:

@@ -35,8 +35,13 @@ PATTERNS = [
      re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd|euros?|pounds)\b", re.I)),
     ("named_entity", "a named person", re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Sir|Madam)\.?\s+[A-Z][a-z]+")),
 ]
-QUOTE_RE = re.compile(r"“([^”\n]+)”|\"([^\"\n]+)\"|‘([^’\n]+)’|(?<![\w])'([^'\n]{3,}?)'(?![\w])"
-                      r"|«\s?([^»\n]+?)\s?»|„([^“”\n]+)[“”]|‹([^›\n]+)›|`([^`\n]+)`")
+# a soft line break inside a quotation (hard-wrapped text: '"good\nprice"'); not a blank line, a list item,
+# a table row, a quote block or a heading, which end a line of text
+_SOFT = r"\n(?![ \t]*(?:\n|[-*•+|>#]|\d+[.)]\s))"
+_SOFT_AT = re.compile(_SOFT)
+QUOTE_RE = re.compile(
+    r"“((?:[^”\n]|S)+)”|\"((?:[^\"\n]|S)+)\"|‘((?:[^’\n]|S)+)’|(?<![\w])'((?:[^'\n]|S){3,}?)'(?![\w])"
+    r"|«\s?((?:[^»\n]|S)+?)\s?»|„((?:[^“”\n]|S)+)[“”]|‹((?:[^›\n]|S)+)›|`((?:[^`\n]|S)+)`".replace("S", _SOFT))
 _QUOTE_CHARS = "\"“”‘’'″′"
 _NOT_A_MARK = "\x01"  # a protected quote character: part of a label, or an inch / foot mark
 # public vocabulary: the listed words, and any word whose normalised tokens are all tokens of listed words
@@ -149,7 +154,7 @@ def _quote_marks(c: Check) -> str:
     # inch / foot marks: a straight quote right after a digit that cannot close an open quotation
     open_double = open_single = False
     for i, ch in enumerate(chars):
-        if ch == "\n":
+        if ch == "\n" and not _SOFT_AT.match(text, i):
             open_double = open_single = False
         elif ch in '"″':
             if i > 0 and text[i - 1].isdigit() and not open_double:

@@ -10,7 +10,7 @@ import re
 
 from ..context import Check
 from ..lexicon import Mention
-from ..text import GLUE, contains, content, tokenize
+from ..text import GLUE, contains, content, soft_breaks_as_spaces, tokenize
 
 _POSSESSIVE = {"their", "your", "my", "his", "her", "its", "our"}
 
@@ -34,7 +34,7 @@ def _match(toks, i, variant) -> int | None:
 
 def check(c: Check) -> None:
     text, lex = c.text, c.lex
-    toks = tokenize(text, lex.boundaries)
+    toks = tokenize(soft_breaks_as_spaces(text), lex.boundaries)   # hard-wrapped text: "good\nprice" is a label
     i = 0
     while i < len(toks):
         best: tuple[int, tuple] | None = None

@@ -23,7 +23,8 @@ _MODIFIER = r"(?:\s+(?!(?:themes?|topics?|atoms?|categories|category|issues?|ite
 QUANT = re.compile(
     r"\b(?P<q>most(?!\s+" + _RANK_ADJ + r")|more\s+than\s+half|over\s+half|(?:the\s+|a\s+)?vast\s+majority"
     r"|(?:the\s+)?bulk|almost\s+all|nearly\s+all|virtually\s+all|all|every|each|none|no)"
-    r"(?:\s+of)?(?:\s+(?:the|these|those|our|their))?" + _MODIFIER + r"\s+" + _POPULATION + r"\b"
+    r"(?:\s+one(?=\s+of\b))?(?:\s+of)?(?:\s+(?:the|these|those|our|their))?(?:\s+\d[\d,.]*\d|\s+\d)?"
+    + _MODIFIER + r"\s+" + _POPULATION + r"\b"
     r"|\b(?P<u>everyone|everybody|nobody|no\s+one|universally|without\s+exception|(?:near|nearly)[\s-]universal)\b",
     re.I)
 _NEED = {"most": 0.5, "more than half": 0.5, "over half": 0.5, "vast majority": 0.75, "the vast majority": 0.75,
@@ -40,6 +41,8 @@ def check(c: Check) -> None:
             continue   # "a complaint in two themes gives each of them half of its unit": "them" are themes
         q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
         s, e = span_of(c.sents, m.start(), (0, len(masked)))
+        if q == "all" and _FRAME.search(masked[s:m.start()]):
+            continue   # "Of all 2,600 reviews, A is the most common theme": the frame of a claim, not a claim
         if METHOD.search(c.text[s:e]) or is_bound_statement(masked[s:e]):
             continue  # about the method or the assignment bound K, not about the records
         need = _NEED.get(q)
@@ -55,11 +58,16 @@ def check(c: Check) -> None:
         c.consume(m.start(), m.end())
 
 
+# a prepositional frame opening its clause: "Of all reviews, …", "Across all 2,600 complaints, …"
+# and a share or part of all of them: "9.6% of all 5,000 reviews", "a third of all complaints"
+_FRAME = re.compile(r"(?:(?:^|[,;:(—–]|\b(?:and|but|so|then|overall))\s*(?:among|across|over)|\bof)\s+$", re.I)
+
+
 def _not_a_noun_phrase(masked: str, m: re.Match) -> bool:
     """Do words other than adjectives and nouns stand between the quantifier and the population noun?"""
     inner = masked[m.end("q"):m.end()]
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", inner)[:-1]
-    return any(word_class(w) in ("F", "V", "R") and w.lower() not in ("of", "the", "these", "those", "our", "their")
+    return any(word_class(w) in ("F", "V", "R") and w.lower() not in ("of", "one", "the", "these", "those", "our", "their")
                for w in words)
 
 
