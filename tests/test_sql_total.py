@@ -247,7 +247,7 @@ def test_parsing_logs_nothing_even_with_logging_configured(capfd):
     ("regexp_matches(text, 'a+')", False),
 ])
 def test_spark_refuses_backtracking_patterns_before_touching_data(where, spark_ok):
-    from dpspin_sql.engines.spark import check_filters
+    from dpspin_sql.sketch.engines.spark import check_filters
 
     audited = audit_statement(DP.format(where))   # DuckDB admits them all
     if spark_ok:
@@ -258,7 +258,7 @@ def test_spark_refuses_backtracking_patterns_before_touching_data(where, spark_o
 
 
 def test_spark_filters_are_written_with_an_explicit_escape():
-    from dpspin_sql.engines.spark import filter_sql
+    from dpspin_sql.sketch.engines.spark import filter_sql
 
     audited = audit_statement(DP.format("text LIKE 'a\\b!%' ESCAPE '!' AND metadata ->> '$.\"a b\"' = 'x'"))
     sql = filter_sql(audited.records_filter)
@@ -273,7 +273,7 @@ def test_spark_filters_are_written_with_an_explicit_escape():
     ("text LIKE 'a%'", False),
 ])
 def test_postgres_admits_column_literal_comparisons_only(where, ok):
-    from dpspin_sql.engines.postgres import check_filters
+    from dpspin_sql.sketch.engines.postgres import check_filters
 
     audited = audit_statement(DP.format(where))
     if ok:
@@ -297,7 +297,7 @@ def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory, sp
     """Generated statements the Spark engine admits run on Spark over the plain store and over
     the union store, which holds every adversarial record at once: none may fail the job."""
     from dpspin_sql import store
-    from dpspin_sql.engines.spark import SparkEngine, check_filters
+    from dpspin_sql.sketch.engines.spark import SparkEngine, check_filters
 
     work = tmp_path_factory.mktemp("spark-total")
     family = sql_fuzz.build_family(sql_fuzz.build_base(work / "base.duckdb", n_users=10), work / "family")

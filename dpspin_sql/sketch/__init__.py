@@ -4,7 +4,7 @@ The bounds of docs/DESIGN.md §1 are enforced by the SQL in `queries/sketch_*.sq
 integer fixed point, so the sensitivity the release is charged for holds exactly,
 whatever the assignments table holds. Masses are int64 in units of 2^-SCALE_BITS.
 
-Every engine (`dpspin_sql.engines`) runs the same enforced query — on DuckDB, Spark or
+Every engine (`dpspin_sql.sketch.engines`) runs the same enforced query — on DuckDB, Spark or
 PostgreSQL — and hands back (atom_id, mass) rows; `assemble` is the one place those rows
 become a `Sketch`. On a DuckDB store the engine runs the store form of the query
 (queries/sketch_store_*.sql), which skips the per-record work only for the records whose
@@ -25,7 +25,7 @@ from dpspin_sql import queries
 from dpspin_sql.db import only_row, transaction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
-from dpspin_sql.sql.compiled import SENTINELS
+from dpspin_sql.sketch.compiled import SENTINELS
 
 __all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
            "target_facts", "canonical_facts", "check_user_level", "compute_sketch", "fixed_bound"]
@@ -262,14 +262,14 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
     """The store query specialised on `flags`, unbound: its compiled render where there is
     one (queries/compiled_*.sql, no sqlglot) and the statement has no filters, else
     rendered now."""
-    from dpspin_sql.sql import compiled
+    from dpspin_sql.sketch import compiled
 
     text = compiled.lookup(bounds.unit, flags) if filters is None else None
     if text is not None:
         return text
     if filters is None:
         return _rendered(bounds.unit, tuple(sorted(flags.items())))
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     return sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
 
@@ -278,7 +278,7 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
 def _rendered(unit: str, flags: tuple) -> str:
     """The store query without filters for `unit` and `flags`, rendered once a process
     (~0.2 s of sqlglot each time; unbound, its text depends on the unit and the flags only)."""
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     return sketch_sql(Bounds(unit, 1, None), None, "duckdb", pretty=False, bind_params=False, store_flags=dict(flags))
 
@@ -363,7 +363,7 @@ def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str
 
 
 def _settings_from_env() -> Any:
-    from dpspin_sql.engines.settings import EngineSettings
+    from dpspin_sql.sketch.engines.settings import EngineSettings
 
     return EngineSettings.from_env()
 

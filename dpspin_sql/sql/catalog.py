@@ -50,7 +50,7 @@ class Declared:
 def split_statement(text: str, dialect: str) -> tuple[list[exp.Create], str]:
     """(the CREATE TABLE declarations, the DP statement's text). Without declarations the
     text is the statement as it is."""
-    from dpspin_sql.sql.transpile import DIALECTS
+    from dpspin_sql.sketch.transpile import DIALECTS
 
     if dialect not in DIALECTS:
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
@@ -240,8 +240,8 @@ def warehouse_source(audited, declared: Declared, dialect: str):
         if _text_weight(source):
             raise BadInput("the statement cannot be written totally in postgres: the weight column is text, and "
                            "PostgreSQL has no TRY_CAST to read it as a number (declare a numeric weight)")
-        from dpspin_sql.engines.postgres import check_filters
         from dpspin_sql.errors import AuditRefusal
+        from dpspin_sql.sketch.engines.postgres import check_filters
 
         try:
             check_filters(audited.filters)

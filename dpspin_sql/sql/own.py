@@ -363,7 +363,7 @@ class OwnEngine:
 
     def sketch(self, con, bounds):
         from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms, execute_sketch
-        from dpspin_sql.sql.transpile import sketch_sql
+        from dpspin_sql.sketch.transpile import sketch_sql
 
         atom_ids = dictionary_atoms(con)
         check_aux_users(con, bounds.unit)

@@ -65,7 +65,7 @@ class Catalog:
     def __init__(self, con=None, user_catalog: str | None = None, files_root: str | Path | None = None,
                  public=(), spark_tables=None):
         self.con = con
-        # name -> [(column, DuckDB type)] from the Spark session's catalog (engines/spark_tables.py);
+        # name -> [(column, DuckDB type)] from the Spark session's catalog (sketch/engines/spark_tables.py);
         # None: not --engine spark, and spark_table(...) is refused
         self.spark_tables = spark_tables
         self.store: str = con.execute("SELECT current_database()").fetchall()[0][0] if con is not None else ""

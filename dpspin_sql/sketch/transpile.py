@@ -23,8 +23,8 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql.request import Bounds
-from dpspin_sql.sql.flags import STORE_FLAGS
-from dpspin_sql.sql.rewrite import BASE_DIALECT, SketchFilters, rewrite
+from dpspin_sql.sketch.flags import STORE_FLAGS
+from dpspin_sql.sketch.rewrite import BASE_DIALECT, SketchFilters, rewrite
 
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
 DBL_MAX = "1.7976931348623157e308"

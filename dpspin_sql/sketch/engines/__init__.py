@@ -12,7 +12,7 @@ int64 m-vector and the target split's counts. Nothing else leaves the engine.
 """
 from __future__ import annotations
 
-from dpspin_sql.engines.base import ENGINES, Engine, make_engine
-from dpspin_sql.engines.duckdb import DuckDBEngine
+from dpspin_sql.sketch.engines.base import ENGINES, Engine, make_engine
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 
 __all__ = ["ENGINES", "Engine", "DuckDBEngine", "make_engine"]

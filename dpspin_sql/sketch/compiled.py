@@ -6,13 +6,13 @@ macros, fold the flags) took ~0.35 s of a 3–4 s release at 10^7 records, for t
 every time. So the renders of the common flag sets are kept as `queries/compiled_*.sql`,
 reviewable like every other query, and `tests/test_compiled.py` checks that each file is
 exactly what `transpile.sketch_sql` renders now (regenerate them with
-`python -m dpspin_sql.sql.compiled`). Any other flag set, or a statement with filters, is
+`python -m dpspin_sql.sketch.compiled`). Any other flag set, or a statement with filters, is
 rendered as before. This module imports no sqlglot.
 """
 from __future__ import annotations
 
 from dpspin_sql import queries
-from dpspin_sql.sql.flags import STORE_FLAGS
+from dpspin_sql.sketch.flags import STORE_FLAGS
 
 # The chunk bounds of a chunked query are sentinel literals (no INTEGER key is either) that
 # the engine replaces (sketch.run_sketch), in a compiled query as in a rendered one.
@@ -54,7 +54,7 @@ def render(name: str) -> str:
     """What `transpile.sketch_sql` renders now for the compiled query `name` (the file's
     text must equal it; the bounds only choose the unit: their values stay parameters)."""
     from dpspin_sql.request import Bounds
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     unit, flags = COMPILED[name]
     bounds = Bounds(unit, 3, 1.0 if unit == "user" else None)
