@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpspin_sql import queries
-from dpspin_sql.db import only_row, transaction
+from dpspin_sql.db import first_row, only_row, transaction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
 from dpspin_sql.sketch.compiled import SENTINELS
@@ -181,6 +181,20 @@ def _check_user_facts(n_without_user: int, shared: int, aux_without_user: int) -
     if shared:
         raise BadInput("some users have records in both the auxiliary and the target split; a user-level "
                        "release needs a user-disjoint split (dpspin split --unit user)")
+
+
+def check_aux_users(con, unit: str) -> None:
+    """At user level, every auxiliary record of the store must have a user id: units with auxiliary
+    records are left out of the sketch (they shaped the dictionary), and a record without one
+    could be any unit's. The store's own fact, never the user's rows."""
+    if unit != "user":
+        return
+    row = first_row(con.execute(queries.load("aux_users")))
+    assert row is not None   # counts with no GROUP BY: always one row
+    _, aux_without_user = row
+    if aux_without_user:
+        raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
+                       "release cannot tell whether their authors are among the protected users")
 
 
 def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds,

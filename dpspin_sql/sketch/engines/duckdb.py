@@ -119,8 +119,8 @@ def segmented_sql(bounds: Bounds, filters: SketchFilters | None, placement: Segm
 
     from dpspin_sql.segments import place
     from dpspin_sql.sketch.rewrite import rewrite
+    from dpspin_sql.sketch.sqlglot_log import quiet
     from dpspin_sql.sketch.transpile import for_engine, inline_macros
-    from dpspin_sql.sql.dialect import quiet
 
     rendered = for_engine(inline_macros(place(rewrite(bounds.unit, filters, dialect, source), placement, dialect)),
                           dialect)

@@ -119,8 +119,8 @@ class SparkEngine:
 
 def check_filters(filters: SketchFilters | None) -> None:
     """Refuse, before Spark or the data is touched, what the audit admits for DuckDB but Spark
-    could fail on or take super-linear time over (sql/totality.py `check_engine`)."""
-    from dpspin_sql.sql.totality import check_engine
+    could fail on or take super-linear time over (sketch/totality.py `check_engine`)."""
+    from dpspin_sql.sketch.totality import check_engine
 
     if filters:
         check_engine([filters.records, filters.assignments], "spark")
@@ -131,8 +131,8 @@ def filter_sql(term, names: dict | None = None) -> str:
     types its columns (default: the store's), as for `rewrite`."""
     import sqlglot
 
-    from dpspin_sql.sql.dialect import quiet
-    from dpspin_sql.sql.totality import total_form
+    from dpspin_sql.sketch.sqlglot_log import quiet
+    from dpspin_sql.sketch.totality import total_form
 
     with quiet():
         return total_form(term, "spark", names).sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)

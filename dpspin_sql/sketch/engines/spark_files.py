@@ -18,7 +18,7 @@ the filters' private columns). Here each projection is rendered for Spark:
   (units with auxiliary records are left out of the sketch, as on DuckDB) are shipped to
   Spark as small DataFrames;
 - DuckDB's TRY_CAST of an integer atom column to INTEGER becomes a range-guarded CAST
-  (sql/catalog.py `guard_int_casts`), and the rest is transpiled (sketch/transpile.py `for_engine`).
+  (sketch/transpile.py `guard_int_casts`), and the rest is transpiled (sketch/transpile.py `for_engine`).
 
 The statement's filters are applied to the projections with ANSI mode off and materialized
 before the sketch runs (engines/spark.py `apply_filters`, as for the store's tables); the
@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
-from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms
+from dpspin_sql.sketch import Sketch, TargetFacts, assemble, check_aux_users, dictionary_atoms
 from dpspin_sql.sketch.rewrite import SketchFilters
 from dpspin_sql.source import Relation, SketchSource
 
@@ -86,9 +86,8 @@ def files_only(source: SketchSource) -> str | None:
 
 def render(source: SketchSource) -> _Rendered:
     """The projections in Spark SQL, their file scans as views (see the module docstring)."""
-    from dpspin_sql.sketch.transpile import for_engine
-    from dpspin_sql.sql.catalog import guard_int_casts
-    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sketch.sqlglot_log import quiet
+    from dpspin_sql.sketch.transpile import for_engine, guard_int_casts
 
     files: list[_File] = []
     reads_aux = False
@@ -195,7 +194,6 @@ class SparkFilesEngine:
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
         from dpspin_sql.sketch.engines.spark import get_session
-        from dpspin_sql.sql.own import check_aux_users
 
         atom_ids = dictionary_atoms(con)
         check_aux_users(con, bounds.unit)
