@@ -10,6 +10,11 @@ become a `Sketch`. On a DuckDB store the engine runs the store form of the query
 (queries/sketch_store_*.sql), which skips the per-record work only for the records whose
 canonical vectors DuckDB's own constraints prove canonical (`canonical_facts` reads the
 catalog; it never trusts a flag or a count).
+
+The package is the sketch wing: this module, the query's compiler (`rewrite`, `transpile`,
+the pre-rendered `compiled` queries and their `flags`, the filters' `totality` form) and the
+`engines`. It never imports the DP SQL front end (dpspin_sql/sql/), which hands it audited
+filters (tests/test_architecture.py).
 """
 from __future__ import annotations
 
