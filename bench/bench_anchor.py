@@ -88,10 +88,10 @@ def child_anchor(parquet: str, unit: str, sketch_out: str | None) -> dict:
 
 def child_dpspin(db: str, parquet: str | None, unit: str, out: str, sketch_out: str | None) -> dict:
     from dpspin_sql import store
-    from dpspin_sql.engines.duckdb import DuckDBEngine
     from dpspin_sql.outputs import Outputs
     from dpspin_sql.release import release
     from dpspin_sql.request import ReleaseRequest
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
     from dpspin_sql.source import files
 
     request = ReleaseRequest(mechanism="laplace", epsilon=EPSILON, unit=unit, K=K, L=L,

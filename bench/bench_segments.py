@@ -75,11 +75,11 @@ def main(argv=None) -> int:
     n = int(float(args.records))
 
     from dpspin_sql import store
-    from dpspin_sql.engines.duckdb import STORE_ROWS, DuckDBEngine
     from dpspin_sql.request import Bounds
     from dpspin_sql.segment_by import by_periods, by_values
     from dpspin_sql.sketch import execute_sketch
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.engines.duckdb import STORE_ROWS, DuckDBEngine
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     _, products = by_values("product", PRODUCTS)
     _, periods = by_periods("date", ("2017-01-01", "2019-01-01"))

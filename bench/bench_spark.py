@@ -57,8 +57,8 @@ def main() -> None:
         sys.exit(f"sample not found: {test_spark.AMAZON}")
 
     from dpspin_sql import store
-    from dpspin_sql.engines.duckdb import DuckDBEngine
-    from dpspin_sql.engines.spark import SparkEngine, get_session
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
+    from dpspin_sql.sketch.engines.spark import SparkEngine, get_session
     from dpspin_sql.sql import audit_statement
 
     with tempfile.TemporaryDirectory() as tmp:

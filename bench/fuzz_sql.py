@@ -110,9 +110,10 @@ def _queries(where_before: str, where_after: str):
     the chunk re-run is not diluted by the rest of the sketch)."""
     from sqlglot import exp
 
+    from dpspin_sql.sketch import rewrite
+    from dpspin_sql.sketch.transpile import sketch_sql
     from dpspin_sql.sql import audit as audit_module
-    from dpspin_sql.sql import audit_statement, rewrite
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sql import audit_statement
 
     def scan(audited) -> str:
         return ("SELECT count(*) FROM records WHERE split = 'target' AND "

@@ -45,7 +45,7 @@ def expression_of(text: str, flag: str = "--segment-by") -> exp.Expr:
         return exp.column(text)
     if _NAME.match(text):
         return exp.JSONExtractScalar(this=exp.column("metadata"), expression=exp.Literal.string(f"$.{text}"))
-    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sketch.sqlglot_log import quiet
 
     try:
         with quiet():

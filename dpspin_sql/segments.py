@@ -80,8 +80,8 @@ def place(tree: exp.Select, placement: SegmentPlacement, dialect: str = "duckdb"
     their own user and have no records relation: a segment is a fact about a record."""
     from sqlglot import exp
 
-    from dpspin_sql.sql.rewrite import cte
-    from dpspin_sql.sql.totality import total_form
+    from dpspin_sql.sketch.rewrite import cte
+    from dpspin_sql.sketch.totality import total_form
 
     names = [c.alias_or_name for c in tree.args["with_"].expressions]
     if "target" not in names:

@@ -276,10 +276,10 @@ def release_from_sketch(con, statement: str, result: str | Path, dialect: str, *
     from dpspin_sql import ledger
     from dpspin_sql.atoms import current_atoms
     from dpspin_sql.embed import resolve
-    from dpspin_sql.engines.given import GivenSketch
     from dpspin_sql.release import release
     from dpspin_sql.request import RequestError
     from dpspin_sql.sketch import Sketch, check_user_level
+    from dpspin_sql.sketch.engines.given import GivenSketch
     from dpspin_sql.sql.catalog import audit_for_warehouse
     from dpspin_sql.sql.options import refuse_field
     from dpspin_sql.sql.run import emit_sketch
@@ -331,7 +331,7 @@ def push_postgres(con, dsn: str | None = None, *, pg=None) -> dict[str, int]:
     them there, in one transaction), so that the emitted query runs over the server's own
     tables. Returns the row counts."""
     from dpspin_sql.embed import resolve
-    from dpspin_sql.engines import postgres
+    from dpspin_sql.sketch.engines import postgres
 
     own = pg is None
     if pg is None:

@@ -42,7 +42,7 @@ def spark():
     pytest.importorskip("pyspark", reason="pyspark is not installed (install the spark extra)")
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         pytest.skip("Java 17 is not installed (java on PATH or JAVA_HOME); Spark needs it")
-    from dpspin_sql.engines.spark import get_session
+    from dpspin_sql.sketch.engines.spark import get_session
 
     session = get_session("local[2]")
     yield session

@@ -257,3 +257,61 @@ def test_the_store_and_portable_forms_include_the_same_record_step():
             assert f"-- @include record_step_{unit}" in (REPO / "queries" / f"{form}.sql").read_text()
             assert "per_record AS (" in queries.load(form) and "@include" not in queries.load(form)
         assert step
+
+
+# ------------------------------------------------------------------ the sketch wing
+
+FRONT_END = "dpspin_sql.sql"
+
+
+def front_end_imports(files: dict[str, str], front_end: str = FRONT_END) -> list[str]:
+    """`path:line: module` for every import of the DP SQL front end (`front_end` or a module
+    under it) in `files` (repository path → source): `import` and `from … import`, at module
+    level or inside functions, absolute or relative."""
+    found = []
+    for path, text in sorted(files.items()):
+        package = ".".join(Path(path).with_suffix("").parts[:-1])   # a module's package; an __init__'s own
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            else:
+                continue
+            hit = next((n for n in names if n == front_end or n.startswith(front_end + ".")), None)
+            if hit is not None:
+                found.append(f"{path}:{node.lineno}: {hit}")
+    return found
+
+
+def test_the_sketch_wing_never_imports_sql():
+    """The sketch wing (`dpspin_sql/sketch/`: the enforced sketch, the rewrite and transpiler
+    that compile its query, the engines that run it) needs nothing of the DP SQL front end:
+    sql/ feeds it audited filters and may import it, never the other way."""
+    files = {f.relative_to(REPO).as_posix(): f.read_text(encoding="utf-8")
+             for f in sorted((PACKAGE / "sketch").rglob("*.py"))}
+    assert {"dpspin_sql/sketch/__init__.py", "dpspin_sql/sketch/transpile.py",
+            "dpspin_sql/sketch/engines/duckdb.py"} <= set(files)
+    assert front_end_imports(files) == []
+
+
+def test_the_front_end_import_finder_finds_an_import():
+    def found(path: str, text: str) -> list[str]:
+        return front_end_imports({path: text})
+
+    inside = "def f():\n    if True:\n        from dpspin_sql.sql.errors import refuse\n"
+    assert found("dpspin_sql/sketch/x.py", inside) == ["dpspin_sql/sketch/x.py:3: dpspin_sql.sql.errors"]
+    assert found("dpspin_sql/sketch/x.py", "import os\nimport dpspin_sql.sql.run as r\n") == \
+        ["dpspin_sql/sketch/x.py:2: dpspin_sql.sql.run"]
+    assert found("dpspin_sql/sketch/x.py", "from dpspin_sql import sql\n") == ["dpspin_sql/sketch/x.py:1: dpspin_sql.sql"]
+    assert found("dpspin_sql/sketch/engines/x.py", "from ...sql import dialect\n") == \
+        ["dpspin_sql/sketch/engines/x.py:1: dpspin_sql.sql"]
+    assert found("dpspin_sql/sketch/__init__.py", "from ..sql.totality import total_form\n") == \
+        ["dpspin_sql/sketch/__init__.py:1: dpspin_sql.sql.totality"]
+    clean = ("from dpspin_sql.sketch import totality\nfrom .sqlglot_log import quiet\nfrom . import errors\n"
+             "import dpspin_sql.sqlish\nfrom dpspin_sql import sketch\n")
+    assert found("dpspin_sql/sketch/x.py", clean) == []

@@ -301,9 +301,9 @@ def test_cfpb_before_and_from_2017(tmp_path, capsys):
     if not CFPB.exists():
         pytest.skip(f"CFPB sample not available: {CFPB} is absent")
     from dpspin_sql import assign, store
-    from dpspin_sql.engines.duckdb import DuckDBEngine
     from dpspin_sql.request import Bounds
     from dpspin_sql.segment_by import by_periods
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
     from dpspin_sql.sql.audit import audit_statement
     from tests.helpers.core import DATA
 

@@ -1,4 +1,4 @@
-"""The pre-rendered store queries (queries/compiled_*.sql, dpspin_sql.sql.compiled): each is
+"""The pre-rendered store queries (queries/compiled_*.sql, dpspin_sql.sketch.compiled): each is
 exactly what the transpiler renders now for its flags, it is what a release over a
 project-written store runs, and such a release does not import sqlglot at all.
 """
@@ -11,14 +11,14 @@ import textwrap
 import pytest
 
 from dpspin_sql import queries
-from dpspin_sql.sql import compiled
-from dpspin_sql.sql.transpile import STORE_FLAGS
+from dpspin_sql.sketch import compiled
+from dpspin_sql.sketch.transpile import STORE_FLAGS
 
 
 @pytest.mark.parametrize("name", sorted(compiled.COMPILED))
 def test_each_compiled_query_is_the_current_render(name):
     assert queries.load(name) == compiled.render(name), (
-        f"queries/{name}.sql is stale: run python -m dpspin_sql.sql.compiled")
+        f"queries/{name}.sql is stale: run python -m dpspin_sql.sketch.compiled")
 
 
 def test_the_flags_are_the_transpilers_and_every_compiled_set_is_complete():
@@ -63,7 +63,7 @@ def test_a_release_over_a_project_store_runs_a_compiled_query_without_sqlglot(tm
     code = textwrap.dedent(f"""
         import sys
         from tests.helpers.core import synthetic_store
-        from dpspin_sql.engines.duckdb import DuckDBEngine
+        from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
         from dpspin_sql.outputs import Outputs
         from dpspin_sql.release import release
         from dpspin_sql.request import ReleaseRequest
@@ -81,8 +81,9 @@ def test_a_release_over_a_project_store_runs_a_compiled_query_without_sqlglot(tm
         store.load_records(con, {str(tmp_path / "r.parquet")!r}, user_col="user_id")
         store.load_assignments(con, {str(tmp_path / "a.parquet")!r})
         assert con.execute("SELECT count(*) FROM assignments").fetchone()[0] == 0   # all canonical vectors
-        for name in [m for m in sys.modules if m.startswith("sqlglot") or m.startswith("dpspin_sql.sql.")]:
-            if name != "dpspin_sql.sql.compiled":
+        # the front end and the sketch wing's compiler (not the sketch, its engines or the compiled queries)
+        for name in [m for m in sys.modules if m.startswith(("sqlglot", "dpspin_sql.sql.", "dpspin_sql.sketch."))]:
+            if name != "dpspin_sql.sketch.compiled" and not name.startswith("dpspin_sql.sketch.engines"):
                 del sys.modules[name]
         request = ReleaseRequest(mechanism="laplace", epsilon=1.0, unit={unit!r}, K=3, L=5,
                                  B=1.0 if {unit!r} == "user" else None)
@@ -90,7 +91,7 @@ def test_a_release_over_a_project_store_runs_a_compiled_query_without_sqlglot(tm
         release(con, request, engine, out={str(tmp_path / "plan.json")!r}, outputs=Outputs(store=db))
         print(sorted(m for m in sys.modules if m.startswith("sqlglot"))[:3])
         from dpspin_sql.sketch import compute_sketch, canonical_facts, store_plan
-        from dpspin_sql.sql.transpile import sketch_sql
+        from dpspin_sql.sketch.transpile import sketch_sql
         got = compute_sketch(con, {unit!r}, 3, 1.0 if {unit!r} == "user" else None)
         flags = dict(canonical=True, keyed=True)
         values = {{}}

@@ -40,10 +40,10 @@ import numpy as np
 import pytest
 
 import dpspin_sql.opendp_lite as dp
-from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.mechanisms import make_mechanism
 from dpspin_sql.request import SCALE, Bounds, ReleaseRequest, fixed_bound
 from dpspin_sql.segment_by import by_values
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 from tests.helpers.core import install_atoms, new_store, put_assignments
 from tests.test_dp_audit import (
     ALPHA,

@@ -41,8 +41,8 @@ def plans(tmp_path_factory):
             path = d / f"{name}.json"
             release(con, ReleaseRequest(**kw), out=path)
             out[name] = read_plan(path)
-        from dpspin_sql.engines.duckdb import DuckDBEngine
         from dpspin_sql.segment_by import by_periods
+        from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 
         con.execute("UPDATE records SET metadata = json_object('day', CASE WHEN hash(record_id) % 3 = 0 "
                     "THEN '2016-03-01' WHEN hash(record_id) % 3 = 1 THEN '2017-06-30' ELSE '2019-01-01' END)")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from dpspin_sql import ledger, store
-from dpspin_sql.engines.duckdb import DuckDBEngine
-from dpspin_sql.engines.postgres import PostgresEngine
 from dpspin_sql.errors import AuditRefusal
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
+from dpspin_sql.sketch.engines.postgres import PostgresEngine
 from dpspin_sql.sql import audit_statement, run_sql
 from tests.helpers.core import open_copy
 from tests.helpers.postgres import as_postgres_user, pg_bin, pg_dsn  # noqa: F401 - the real-server fixture
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory, pg_dsn) -> Path:
-    from dpspin_sql.engines import postgres
+    from dpspin_sql.sketch.engines import postgres
 
     path = build_store(tmp_path_factory.mktemp("pg") / "template.duckdb")
     con = store.connect(path)
@@ -44,7 +44,7 @@ def con(template, tmp_path):
 
 @pytest.fixture()
 def pg(pg_dsn):
-    from dpspin_sql.engines import postgres
+    from dpspin_sql.sketch.engines import postgres
 
     with contextlib.closing(postgres.connect(pg_dsn)) as c:
         yield c

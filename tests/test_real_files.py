@@ -78,8 +78,8 @@ def fresh(templates, name: str, tmp_path: Path) -> Path:
 @pytest.fixture
 def sketches(monkeypatch) -> list[list[int]]:
     """The exact sketch each release of the test computed (from files or a warehouse's result)."""
-    from dpspin_sql.engines import duckdb as engine
-    from dpspin_sql.engines import given
+    from dpspin_sql.sketch.engines import duckdb as engine
+    from dpspin_sql.sketch.engines import given
 
     seen: list[list[int]] = []
     for cls in (engine.DuckDBEngine, given.GivenSketch):

@@ -8,9 +8,9 @@ import duckdb
 import pytest
 
 from dpspin_sql import ledger, store
-from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import compute_sketch
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 from dpspin_sql.source import files
 from tests.helpers.core import cli, synthetic_store
 

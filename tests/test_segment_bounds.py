@@ -25,11 +25,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpspin_sql.engines.duckdb import STORE_ROWS, DuckDBEngine, segmented_sql
 from dpspin_sql.request import SCALE, Bounds, ReleaseRequest, fixed_bound
 from dpspin_sql.segment_by import by_values
 from dpspin_sql.segments import encode_key
 from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms
+from dpspin_sql.sketch.engines.duckdb import STORE_ROWS, DuckDBEngine, segmented_sql
 from tests.helpers.core import install_atoms, new_store, put_assignments, reference_sketch
 from tests.test_sketch_bounds import ATOM_IDS, SETTINGS, hostile_tables
 
@@ -105,8 +105,8 @@ def user_totals(con, K: int, B: float) -> dict[str, int]:
     from sqlglot import exp
 
     from dpspin_sql.segments import place
-    from dpspin_sql.sql.rewrite import rewrite
-    from dpspin_sql.sql.transpile import inline_macros
+    from dpspin_sql.sketch.rewrite import rewrite
+    from dpspin_sql.sketch.transpile import inline_macros
 
     tree = place(rewrite("user", None, "duckdb", STORE_ROWS), PLACEMENT)
     tail = sqlglot.parse_one("SELECT user_id, SUM(dpspin_clip(u, total, $bound)) AS v FROM user_totals "

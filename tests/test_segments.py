@@ -154,10 +154,10 @@ def test_the_plan_holds_a_part_per_segment():
 def test_an_unsegmented_release_runs_the_query_it_ran_before():
     """The placement is added only to a segmented release's query: the core files and every
     render of an unsegmented one are untouched (tests/test_compiled.py, tests/golden)."""
-    from dpspin_sql.engines.duckdb import STORE_ROWS, segmented_sql
     from dpspin_sql.request import Bounds
     from dpspin_sql.segment_by import by_values
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.engines.duckdb import STORE_ROWS, segmented_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     _, placement = by_values("product", PRODUCTS)
     for unit in ("record", "user"):

@@ -123,7 +123,7 @@ SHARED_ENFORCEMENT = {
 
 @pytest.mark.parametrize("unit", sorted(SHARED_ENFORCEMENT))
 def test_the_store_query_repeats_the_core_enforcement_verbatim(unit):
-    from dpspin_sql.sql import rewrite
+    from dpspin_sql.sketch import rewrite
 
     core, fast = rewrite.core_query(unit), rewrite.store_query(unit)
     for name in SHARED_ENFORCEMENT[unit]:
@@ -182,7 +182,7 @@ SHARED_WITH_FAST = {"record": (), "user": ("keyed_sums",)}
 
 @pytest.mark.parametrize("unit", sorted(SHARED_WITH_FAST))
 def test_the_fast_store_query_is_the_store_querys_fast_branch(unit):
-    from dpspin_sql.sql import rewrite
+    from dpspin_sql.sketch import rewrite
 
     full, fast = rewrite.store_query(unit), rewrite.store_query(unit, fast=True)
     for name in SHARED_WITH_FAST[unit]:
@@ -204,7 +204,7 @@ def test_a_records_filter_on_an_all_fast_store_is_the_reference_on_the_chosen_re
 
     from dpspin_sql.request import Bounds
     from dpspin_sql.sketch import run_sketch
-    from dpspin_sql.sql.rewrite import SketchFilters
+    from dpspin_sql.sketch.rewrite import SketchFilters
 
     records = [(f"r{i:02d}", f"u{i % 4}", "target") for i in range(16)]
     rows = [(f"r{i:02d}", ATOM_IDS[(i + j) % len(ATOM_IDS)], 0.3) for i in range(16) for j in range(1 + i % 3)]

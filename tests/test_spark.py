@@ -94,8 +94,8 @@ def hostile(con):
     ("user", 3, 1.0, "(metadata filter)", None),        # replaced below (JSON extraction)
 ])
 def test_spark_sketch_equals_duckdb_exactly(spark, con, request, unit, K, B, where, assign):
-    from dpspin_sql.engines.duckdb import DuckDBEngine
-    from dpspin_sql.engines.spark import SparkEngine
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
+    from dpspin_sql.sketch.engines.spark import SparkEngine
     from dpspin_sql.sql import audit_statement
 
     if assign is None:  # a metadata filter: JSON extraction transpiled to GET_JSON_OBJECT
@@ -116,7 +116,7 @@ def test_a_filter_that_raises_under_ansi_does_not_fail_the_spark_job(spark, con)
     would be an error oracle. The filters run with ANSI off, so the raising term is NULL
     (no match) and the sketch equals the one of the remaining term. (Engines disagree on
     x / 0 itself — DuckDB gives inf — so this compares Spark with Spark.)"""
-    from dpspin_sql.engines.spark import SparkEngine
+    from dpspin_sql.sketch.engines.spark import SparkEngine
     from dpspin_sql.sql import audit_statement
 
     raising = "length(text) / (length(text) - length(text)) > 0 OR text ILIKE '%hair%'"
@@ -132,7 +132,7 @@ def test_a_filter_that_raises_under_ansi_does_not_fail_the_spark_job(spark, con)
 def test_spark_assignment_equals_one_batch_scoring(spark, con):
     """Per-partition, batched scoring on Spark gives the very floats of one in-process call."""
     from dpspin_sql.assign import load_scorer
-    from dpspin_sql.engines.spark import assign_on_spark, saved_scorer_bytes
+    from dpspin_sql.sketch.engines.spark import assign_on_spark, saved_scorer_bytes
 
     rows = con.execute("SELECT record_id, text FROM records WHERE split = 'target' ORDER BY record_id").fetchall()
     records = spark.createDataFrame(rows, "record_id string, text string").repartition(3)

@@ -1,4 +1,4 @@
-"""A DP statement over the user's own files on Spark (dpspin_sql/engines/spark_files.py).
+"""A DP statement over the user's own files on Spark (dpspin_sql/sketch/engines/spark_files.py).
 
 - the exact sketch Spark computes over Parquet files (user and record level) and over CSV
   files (a header, CRLF line endings as Excel writes them, quoted fields) equals, integer for
@@ -115,7 +115,7 @@ def files(tmp_path_factory):
 
 def sketches(path: Path, statement: str, spark):
     """(DuckDB's sketch, Spark's sketch, or None without `spark`) of one statement over the files."""
-    from dpspin_sql.engines.spark_files import SparkFilesEngine
+    from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
 
     con = store.connect(path)
     on_spark = None
@@ -222,8 +222,8 @@ CLUSTER_SKETCH = """
 import json, sys
 from dpspin_sql import store
 from dpspin_sql.embed import resolve, user_catalog
-from dpspin_sql.engines.spark import get_session
-from dpspin_sql.engines.spark_files import SparkFilesEngine
+from dpspin_sql.sketch.engines.spark import get_session
+from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
 from dpspin_sql.sql.audit import audit_statement
 
 path, statement, master = sys.argv[1:4]

@@ -1,4 +1,4 @@
-"""The Spark engines' parts that need no Spark (dpspin_sql/engines/spark_files.py, spark_tables.py): the
+"""The Spark engines' parts that need no Spark (dpspin_sql/sketch/engines/spark_files.py, spark_tables.py): the
 audited projections rendered as Spark SQL over views of the files, never a file read by name in the SQL;
 which sources Spark can read in place; Spark's column types as DuckDB's."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from dpspin_sql.engines.spark_files import files_only, render
-from dpspin_sql.engines.spark_tables import duckdb_type
+from dpspin_sql.sketch.engines.spark_files import files_only, render
+from dpspin_sql.sketch.engines.spark_tables import duckdb_type
 from tests.helpers.core import synthetic_store
 
 STATEMENT = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-6, privacy_unit_column = author, "

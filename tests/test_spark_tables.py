@@ -1,5 +1,5 @@
 """A DP statement over tables of the Spark session's catalog, `spark_table('db.table')`, on
-`--engine spark` (dpspin_sql/engines/spark_tables.py, spark_files.py).
+`--engine spark` (dpspin_sql/sketch/engines/spark_tables.py, spark_files.py).
 
 The tables are managed tables of a Spark database `t28` (`CREATE DATABASE … LOCATION` under
 the test's temporary directory, `DataFrame.write.saveAsTable`: a real catalog write, not a
@@ -60,8 +60,8 @@ def tables(files, spark):
 
 def sketches(path, statement: str, spark):
     """(DuckDB's sketch of `statement` over the files, Spark's of it over the tables)."""
-    from dpspin_sql.engines.spark_files import SparkFilesEngine
-    from dpspin_sql.engines.spark_tables import SparkCatalog
+    from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
+    from dpspin_sql.sketch.engines.spark_tables import SparkCatalog
 
     con = store.connect(path)
     try:
@@ -94,8 +94,8 @@ def test_the_spark_sketch_over_tables_equals_duckdbs_over_files(tables, spark, m
 
 
 def test_a_spark_table_joined_to_a_file(tables, spark, monkeypatch):
-    from dpspin_sql.engines.spark_files import SparkFilesEngine
-    from dpspin_sql.engines.spark_tables import SparkCatalog
+    from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
+    from dpspin_sql.sketch.engines.spark_tables import SparkCatalog
 
     tmp, path = tables
     monkeypatch.chdir(tmp)
@@ -173,7 +173,7 @@ def test_spark_table_refusals_are_one_line_and_charge_nothing(tables, spark, mon
 
 
 def test_an_unread_column_of_any_type_is_fine(tables, spark, monkeypatch):
-    from dpspin_sql.engines.spark_tables import SparkCatalog, duckdb_type
+    from dpspin_sql.sketch.engines.spark_tables import SparkCatalog, duckdb_type
 
     tmp, path = tables
     monkeypatch.chdir(tmp)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.sketch.transpile import sketch_sql
 from dpspin_sql.sql import audit_statement
-from dpspin_sql.sql.transpile import sketch_sql
 
 OPTS = "epsilon = 1.0, delta = 1e-6, privacy_unit_column = user_id, contribution_bound = 1, mechanism = 'gaussian', top = 10"
 DP = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}) "

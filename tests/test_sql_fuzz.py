@@ -59,7 +59,7 @@ def test_accepted_sketch_queries_succeed_on_every_neighbour(family):
 def test_the_fuzzer_finds_the_failures_of_filters_run_as_written(family, monkeypatch):
     """Mutation check of the harness: with the rewrite's total form switched off (filters run as
     the analyst wrote them: integer arithmetic, raw JSON extraction) it finds failing stores."""
-    from dpspin_sql.sql import rewrite
+    from dpspin_sql.sketch import rewrite
 
     monkeypatch.setattr(rewrite, "total_form", lambda term, dialect="duckdb", names=None: term.copy())
     report = sql_fuzz.fuzz_sketch(family, SKETCH_STATEMENTS, SEED + 1, stop_after=1)

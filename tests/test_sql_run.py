@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpspin_sql import ledger, store
-from dpspin_sql.engines.duckdb import DuckDBEngine
 from dpspin_sql.errors import AuditRefusal, BadInput, BudgetExceeded
 from dpspin_sql.sketch import compute_sketch
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 from dpspin_sql.sql import audit_statement, emit_sketch, run_sql
 from tests.helpers.core import open_copy
 from tests.helpers.sql import EXAMPLE, EXAMPLE_RECORD, OPTS, build_store, stmt  # noqa: F401
@@ -229,10 +229,10 @@ def test_cli_emit_sketch_prints_the_enforced_query(capsys, dialect, marker):
 def test_a_mechanism_for_another_scale_is_refused(con, tmp_path):
     """A caller-supplied mechanism must match the config, the fixed-point scale and its
     charged cost; one calibrated for scale 1 would add almost no noise to 2^24 units."""
-    from dpspin_sql.engines.given import GivenSketch
     from dpspin_sql.mechanisms import make_mechanism
     from dpspin_sql.release import release
     from dpspin_sql.request import ReleaseRequest
+    from dpspin_sql.sketch.engines.given import GivenSketch
 
     cfg = ReleaseRequest(mechanism="laplace", epsilon=1.0, unit="user", L=3)
     sketch = compute_sketch(con, "user", K=3, B=1.0)

@@ -13,6 +13,7 @@ import pytest
 import sqlglot
 
 from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.sketch import totality as total
 from dpspin_sql.sql import audit_statement, totality
 from dpspin_sql.sql.dialect import DPSpin
 from tests.helpers import sql_fuzz as sql_fuzz
@@ -128,7 +129,7 @@ def test_malformed_json_can_be_stored_and_json_valid_guards_it():
     con.register("x", pa.table({"m": pa.array(["{not json", '{"a": "b"}'], type=pa.json_())}))
     con.execute("INSERT INTO r SELECT m FROM x")   # no validation on this path
     assert _raises(con, "SELECT metadata ->> '$.a' FROM r")
-    guarded = totality.total_form(sqlglot.parse_one("metadata ->> '$.a' = 'b'", read=DPSpin)).sql("duckdb")
+    guarded = total.total_form(sqlglot.parse_one("metadata ->> '$.a' = 'b'", read=DPSpin)).sql("duckdb")
     assert con.execute(f"SELECT count(*) FROM r WHERE {guarded}").fetchone() == (1,)
 
 
@@ -160,19 +161,19 @@ def test_try_cast_is_total_for_every_admitted_target(target):
 # -- the audit checks its own reading on DuckDB ---------------------------------------------------------------
 
 def test_a_misread_json_path_is_refused(monkeypatch):
-    monkeypatch.setattr(totality, "path_text", lambda parts, dialect: "$.elsewhere")
+    monkeypatch.setattr(total, "path_text", lambda parts, dialect: "$.elsewhere")
     with pytest.raises(AuditRefusal, match="does not mean in DuckDB what the audit read it as"):
         audit_statement(DP.format("metadata ->> '$.product' = 'x'"))
 
 
 def test_a_misread_like_pattern_is_refused(monkeypatch):
-    monkeypatch.setattr(totality, "canonical_like", lambda tokens: ("z%", None))
+    monkeypatch.setattr(total, "canonical_like", lambda tokens: ("z%", None))
     with pytest.raises(AuditRefusal, match="does not mean in DuckDB"):
         audit_statement(DP.format("text LIKE 'a%'"))
 
 
 def test_a_pattern_that_raises_on_samples_is_refused(monkeypatch):
-    monkeypatch.setattr(totality, "canonical_like", lambda tokens: ("a!", "!"))   # a trailing escape
+    monkeypatch.setattr(total, "canonical_like", lambda tokens: ("a!", "!"))   # a trailing escape
     with pytest.raises(AuditRefusal, match="raises in DuckDB on sample values"):
         audit_statement(DP.format("text LIKE 'a%'"))
 
@@ -247,7 +248,7 @@ def test_parsing_logs_nothing_even_with_logging_configured(capfd):
     ("regexp_matches(text, 'a+')", False),
 ])
 def test_spark_refuses_backtracking_patterns_before_touching_data(where, spark_ok):
-    from dpspin_sql.engines.spark import check_filters
+    from dpspin_sql.sketch.engines.spark import check_filters
 
     audited = audit_statement(DP.format(where))   # DuckDB admits them all
     if spark_ok:
@@ -258,7 +259,7 @@ def test_spark_refuses_backtracking_patterns_before_touching_data(where, spark_o
 
 
 def test_spark_filters_are_written_with_an_explicit_escape():
-    from dpspin_sql.engines.spark import filter_sql
+    from dpspin_sql.sketch.engines.spark import filter_sql
 
     audited = audit_statement(DP.format("text LIKE 'a\\b!%' ESCAPE '!' AND metadata ->> '$.\"a b\"' = 'x'"))
     sql = filter_sql(audited.records_filter)
@@ -273,7 +274,7 @@ def test_spark_filters_are_written_with_an_explicit_escape():
     ("text LIKE 'a%'", False),
 ])
 def test_postgres_admits_column_literal_comparisons_only(where, ok):
-    from dpspin_sql.engines.postgres import check_filters
+    from dpspin_sql.sketch.engines.postgres import check_filters
 
     audited = audit_statement(DP.format(where))
     if ok:
@@ -285,7 +286,7 @@ def test_postgres_admits_column_literal_comparisons_only(where, ok):
 
 def test_the_total_form_computes_in_double_and_never_divides_by_zero():
     term = sqlglot.parse_one("atom_id * 2147483647 + length(text) / (atom_id - atom_id) > 1.25", read=DPSpin)
-    sql = totality.total_form(term).sql("duckdb")
+    sql = total.total_form(term).sql("duckdb")
     assert sql == ("CAST(atom_id AS DOUBLE) * CAST(2147483647 AS DOUBLE) + CAST(LENGTH(text) AS DOUBLE) / "
                    "NULLIF((CAST(atom_id AS DOUBLE) - CAST(atom_id AS DOUBLE)), CAST(0 AS DOUBLE)) > "
                    "CAST(1.25 AS DOUBLE)")
@@ -297,7 +298,7 @@ def test_spark_filters_are_total_on_the_adversarial_records(tmp_path_factory, sp
     """Generated statements the Spark engine admits run on Spark over the plain store and over
     the union store, which holds every adversarial record at once: none may fail the job."""
     from dpspin_sql import store
-    from dpspin_sql.engines.spark import SparkEngine, check_filters
+    from dpspin_sql.sketch.engines.spark import SparkEngine, check_filters
 
     work = tmp_path_factory.mktemp("spark-total")
     family = sql_fuzz.build_family(sql_fuzz.build_base(work / "base.duckdb", n_users=10), work / "family")

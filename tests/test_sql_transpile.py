@@ -14,9 +14,9 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
+from dpspin_sql.sketch.rewrite import core_query
+from dpspin_sql.sketch.transpile import DBL_MAX, DIALECTS, bind, inline_macros, sketch_sql
 from dpspin_sql.sql import audit_statement, emit_sketch
-from dpspin_sql.sql.rewrite import core_query
-from dpspin_sql.sql.transpile import DBL_MAX, DIALECTS, bind, inline_macros, sketch_sql
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = sorted(p.name.removesuffix(".input.sql") for p in GOLDEN.glob("*.input.sql"))
@@ -96,7 +96,7 @@ def test_inlined_macros_match_the_registered_macros():
 def test_portable_isfinite_agrees_with_duckdb():
     import duckdb
 
-    from dpspin_sql.sql.transpile import for_engine
+    from dpspin_sql.sketch.transpile import for_engine
 
     tree = sqlglot.parse_one("SELECT isfinite(w) FROM (VALUES (1.0::DOUBLE), ('NaN'), ('inf'), ('-inf'), "
                              "(-3.5), (1.7976931348623157e308), (NULL)) AS t(w)", read="duckdb")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dpspin_sql import cli, ledger, store
-from dpspin_sql.engines.duckdb import DuckDBEngine
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 from dpspin_sql.sql import audit_statement
 from dpspin_sql.warehouse import check_vector, read_result
 from tests.helpers.sql import build_store, stmt

@@ -20,8 +20,8 @@ from sqlglot import exp
 
 from dpspin_sql import cli
 from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.sketch.transpile import DIALECTS
 from dpspin_sql.sql.catalog import catalog_query_for
-from dpspin_sql.sql.transpile import DIALECTS
 from dpspin_sql.sql.warehouse_catalog import Catalog, CatalogColumn, CatalogTable, identifier, same_type, stored
 from dpspin_sql.warehouse import check_vector, read_result
 from tests.helpers.core import assert_one_line_error

@@ -2,7 +2,7 @@
 
 They are SQL macros (`udfs/*.sql`): native SQL runs inside DuckDB's vectorised engine,
 where a Python scalar UDF is ~35x slower on the same work. The sketch queries use
-`dpspin_fix` and `dpspin_clip`; `dpspin_sql.sql.transpile` inlines them for engines that
+`dpspin_fix` and `dpspin_clip`; `dpspin_sql.sketch.transpile` inlines them for engines that
 have no such macros. Macros are persistent catalog entries: `store.connect` creates them
 once, not on every connection (concurrent CREATE OR REPLACE conflicts in DuckDB).
 """

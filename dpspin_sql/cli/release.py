@@ -170,8 +170,8 @@ def release(db: Path = DB,
                              selection_fraction=selection_fraction, calibration=calibration,
                              public_denominator=public_denominator, comparison_margin=comparison_margin,
                              segments=segmentation[0], **{k: v for k, v in chosen.items() if v is not None})
-    from dpspin_sql.engines.duckdb import DuckDBEngine
-    from dpspin_sql.engines.settings import EngineSettings
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
+    from dpspin_sql.sketch.engines.settings import EngineSettings
 
     con = store.connect(db)
     inputs = [p for p in (assignments, records) if p is not None]

@@ -507,8 +507,8 @@ def release_capturing(prep: Prep, request, sketch, dataset: str, out_path: Path)
     release for the value-error metrics (docs/EXPERIMENTS.md). The vector never reaches the
     plan: the mechanism hands it to `observe` inside the curator. Returns (plan, vector | None).
     """
-    from dpspin_sql.engines.given import GivenSketch
     from dpspin_sql.release import release
+    from dpspin_sql.sketch.engines.given import GivenSketch
 
     captured: dict = {}
     plan = release(prep.con, request, GivenSketch(sketch, name="experiment"), out=out_path, dataset=dataset,

@@ -1,4 +1,5 @@
-"""The DP-SPIN SQL surface (docs/SQL.md): dialect, audit, rewrite, transpile, run.
+"""The DP-SPIN SQL surface (docs/SQL.md): dialect, audit, run (the rewrite and transpilation
+of the sketch query are the sketch wing's, dpspin_sql/sketch/).
 
     from dpspin_sql.sql import run_sql
     plan = run_sql(con, "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) atom_id, DPSPIN_MASS(weight) ...",

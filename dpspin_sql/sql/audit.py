@@ -30,11 +30,11 @@ from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import ReleaseRequest
+from dpspin_sql.sketch.rewrite import SketchFilters
 from dpspin_sql.source import STORE, SketchSource
 from dpspin_sql.sql.dialect import DifferentialPrivacy, DpspinMass
 from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.options import DPOptions, read_options, to_request
-from dpspin_sql.sql.rewrite import SketchFilters
 from dpspin_sql.sql.totality import check_predicate, unqualified
 
 ASSIGNMENTS = "assignments"
@@ -89,7 +89,7 @@ def audit_statement(sql: str, con=None, *, user_catalog: str | None = None, file
     from the catalog, never their rows (except those of the tables in `public`, which the
     curator declares public: a lookup table, a dictionary). `user_catalog` is the catalog
     unqualified names are looked up in (default: `con`'s own). `spark_tables` (on --engine spark:
-    engines/spark_tables.py `SparkCatalog.columns`) gives the columns of a `spark_table('db.table')`
+    sketch/engines/spark_tables.py `SparkCatalog.columns`) gives the columns of a `spark_table('db.table')`
     from the Spark session's catalog; without it such a relation is refused."""
     from dpspin_sql.sql.dialect import MoreThanOneStatement, parse
 

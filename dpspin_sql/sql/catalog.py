@@ -33,6 +33,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
+from dpspin_sql.sketch.transpile import guard_int_casts
 from dpspin_sql.sql.errors import refuse
 
 MEMORY = "memory"    # the in-memory database's own name (DuckDB's)
@@ -50,7 +51,7 @@ class Declared:
 def split_statement(text: str, dialect: str) -> tuple[list[exp.Create], str]:
     """(the CREATE TABLE declarations, the DP statement's text). Without declarations the
     text is the statement as it is."""
-    from dpspin_sql.sql.transpile import DIALECTS
+    from dpspin_sql.sketch.transpile import DIALECTS
 
     if dialect not in DIALECTS:
         raise BadInput(f"--dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
@@ -89,7 +90,7 @@ def _first_word(chunk: str, dialect: str) -> str:
 
 
 def _declaration(chunk: str, dialect: str) -> exp.Create:
-    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sketch.sqlglot_log import quiet
 
     try:
         with quiet():
@@ -240,8 +241,8 @@ def warehouse_source(audited, declared: Declared, dialect: str):
         if _text_weight(source):
             raise BadInput("the statement cannot be written totally in postgres: the weight column is text, and "
                            "PostgreSQL has no TRY_CAST to read it as a number (declare a numeric weight)")
-        from dpspin_sql.engines.postgres import check_filters
         from dpspin_sql.errors import AuditRefusal
+        from dpspin_sql.sketch.engines.postgres import check_filters
 
         try:
             check_filters(audited.filters)
@@ -269,20 +270,6 @@ def warehouse_source(audited, declared: Declared, dialect: str):
         return replace(rel, select=guard_int_casts(rel.select.transform(names), dialect))
 
     return replace(source, assignments=fix(source.assignments), records=fix(source.records))
-
-
-def guard_int_casts(tree: exp.Expression, dialect: str) -> exp.Expression:
-    """Off DuckDB, the atom's TRY_CAST(x AS INTEGER) of an integer column as a range-guarded CAST:
-    NULL outside INTEGER's range, as DuckDB's TRY_CAST, on every engine (total everywhere)."""
-    def guards(node: exp.Expression) -> exp.Expression:
-        if dialect != "duckdb" and isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.INT:
-            x = node.this
-            guard = exp.and_(exp.GTE(this=x.copy(), expression=exp.Literal.number(-2147483648)),
-                             exp.LTE(this=x.copy(), expression=exp.Literal.number(2147483647)))
-            return exp.Case(ifs=[exp.If(this=guard, true=exp.Cast(this=x.copy(), to=node.to.copy()))])
-        return node
-
-    return tree.transform(guards)
 
 
 def _text_weight(source) -> bool:

@@ -10,9 +10,7 @@ contain is decided by `audit.py`, not here. The grammar is in docs/SQL.md.
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import ClassVar
 
 import sqlglot
@@ -22,6 +20,7 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from dpspin_sql.errors import BadInput
+from dpspin_sql.sketch.sqlglot_log import quiet  # sqlglot's warnings never reach stderr while we parse
 
 NAME = "dpspin"
 
@@ -32,24 +31,6 @@ MAX_STATEMENT_CHARS = 100_000
 MAX_TOKENS = 20_000
 MAX_BRACKET_DEPTH = 32      # ( [ { nesting; sqlglot's parser recurses ~20 frames per level
 MAX_TREE_DEPTH = 128        # the parsed tree (chains like - - - 1 nest without brackets)
-
-# sqlglot reports through the `sqlglot` logger (e.g. "'CALL …' contains unsupported syntax");
-# with no handler Python's last-resort handler prints it on stderr. A library's logger gets
-# a NullHandler; `quiet()` also mutes it while we parse, whatever the embedding app set up.
-_LOG = logging.getLogger("sqlglot")
-_LOG.addHandler(logging.NullHandler())
-
-
-@contextmanager
-def quiet():
-    """Nothing from sqlglot's logger reaches stderr while the block runs."""
-    before = _LOG.disabled
-    _LOG.disabled = True
-    try:
-        yield
-    finally:
-        _LOG.disabled = before
-
 
 class DifferentialPrivacy(exp.Expression):
     """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`; expressions are Property nodes."""

@@ -1,43 +1,23 @@
-"""Refusals that point at the offending part of the statement (line, column and its SQL)."""
+"""Refusals that point at the offending part of the statement (line, column and its SQL),
+printed in the DP-SPIN dialect (the sketch wing's `sketch.errors.refuse`, which the front end
+shares)."""
 from __future__ import annotations
 
 from typing import NoReturn
 
 from sqlglot import exp
 
-from dpspin_sql.errors import AuditRefusal
-
-
-def position(node: exp.Expr | None) -> tuple[int, int] | None:
-    """(line, col) of the first token of `node` that the parser placed, if any."""
-    if node is None:
-        return None
-    best = None
-    for sub in node.walk():
-        meta = sub.meta if hasattr(sub, "_meta") and sub._meta else None
-        if meta and "line" in meta and "start" in meta and (best is None or meta["start"] < best[2]):
-            col = meta["col"] - (meta.get("end", meta["start"]) - meta["start"])
-            best = (meta["line"], max(col, 1), meta["start"])
-    return (best[0], best[1]) if best else None
+from dpspin_sql.sketch import errors as _sketch_errors
 
 
 def snippet(node: exp.Expr, limit: int = 80) -> str:
-    from dpspin_sql.sql.dialect import DPSpin, quiet
+    from dpspin_sql.sql.dialect import DPSpin
 
-    try:
-        with quiet():
-            text = node.sql(DPSpin, comments=False)
-    except Exception:  # a node the generator cannot print still gets refused
-        text = node.key.upper()
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _sketch_errors.snippet(node, limit, DPSpin)
 
 
 def refuse(reason: str, node: exp.Expr | None) -> NoReturn:
     """Raise the one-line refusal: `SQL audit refused: <reason> [at line L, col C: <sql>]`."""
-    where = ""
-    if node is not None:
-        pos = position(node)
-        at = f"at line {pos[0]}, col {pos[1]}" if pos else "at"
-        where = f" [{at}: {snippet(node)}]"
-    raise AuditRefusal(f"SQL audit refused: {reason}{where}")
+    from dpspin_sql.sql.dialect import DPSpin
+
+    _sketch_errors.refuse(reason, node, DPSpin)

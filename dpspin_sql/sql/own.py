@@ -48,12 +48,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.errors import AuditRefusal
+from dpspin_sql.sketch.totality import BOOL, DATE, DOUBLE, JSON, TEXT
 from dpspin_sql.source import Relation, SketchSource
 from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.resolve import ASSIGNMENTS, RECORDS, Catalog, Rel, Scope
 from dpspin_sql.sql.rowwise import kind_of
-from dpspin_sql.sql.totality import BOOL, DATE, DOUBLE, JSON, TEXT, check_predicate
+from dpspin_sql.sql.totality import check_predicate
 
 __all__ = ["OwnEngine", "audit_own", "kind_of"]
 
@@ -330,24 +331,6 @@ def binary_ids(source: SketchSource) -> SketchSource:
     return replace(source, assignments=fix(source.assignments), records=fix(source.records))
 
 
-
-def check_aux_users(con, unit: str) -> None:
-    """At user level, every auxiliary record of the store must have a user id: units with auxiliary
-    records are left out of the sketch (they shaped the dictionary), and a record without one
-    could be any unit's. The store's own fact, never the user's rows."""
-    from dpspin_sql import queries
-    from dpspin_sql.db import first_row
-
-    if unit != "user":
-        return
-    row = first_row(con.execute(queries.load("aux_users")))
-    assert row is not None   # counts with no GROUP BY: always one row
-    _, aux_without_user = row
-    if aux_without_user:
-        raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
-                       "release cannot tell whether their authors are among the protected users")
-
-
 class OwnEngine:
     """The DuckDB sketch over the user's own relations (the portable query, `bind_source`).
 
@@ -362,8 +345,8 @@ class OwnEngine:
         self._sql: dict = {}    # bounds -> the generated query (the same statement on several databases)
 
     def sketch(self, con, bounds):
-        from dpspin_sql.sketch import TargetFacts, assemble, dictionary_atoms, execute_sketch
-        from dpspin_sql.sql.transpile import sketch_sql
+        from dpspin_sql.sketch import TargetFacts, assemble, check_aux_users, dictionary_atoms, execute_sketch
+        from dpspin_sql.sketch.transpile import sketch_sql
 
         atom_ids = dictionary_atoms(con)
         check_aux_users(con, bounds.unit)

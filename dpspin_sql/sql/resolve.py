@@ -65,7 +65,7 @@ class Catalog:
     def __init__(self, con=None, user_catalog: str | None = None, files_root: str | Path | None = None,
                  public=(), spark_tables=None):
         self.con = con
-        # name -> [(column, DuckDB type)] from the Spark session's catalog (engines/spark_tables.py);
+        # name -> [(column, DuckDB type)] from the Spark session's catalog (sketch/engines/spark_tables.py);
         # None: not --engine spark, and spark_table(...) is refused
         self.spark_tables = spark_tables
         self.store: str = con.execute("SELECT current_database()").fetchall()[0][0] if con is not None else ""
@@ -91,7 +91,7 @@ class Catalog:
 
     @staticmethod
     def store_columns(name: str) -> dict[str, tuple[str, str]]:
-        from dpspin_sql.sql.totality import COLUMN_TYPES
+        from dpspin_sql.sketch.totality import COLUMN_TYPES
 
         return {c: (c, _DUCK[t]) for c, t in COLUMN_TYPES[name].items()}
 
@@ -172,7 +172,7 @@ class Catalog:
         """A view's query as DuckDB stores it (its text, parsed)."""
         import sqlglot
 
-        from dpspin_sql.sql.dialect import quiet
+        from dpspin_sql.sketch.sqlglot_log import quiet
 
         if found.key in self._queries:
             return self._queries[found.key].copy()

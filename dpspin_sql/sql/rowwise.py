@@ -47,6 +47,7 @@ from typing import NoReturn
 from sqlglot import exp
 
 from dpspin_sql.errors import AuditRefusal
+from dpspin_sql.sketch.totality import BOOL, DATE, DOUBLE, INT, JSON, NULL, NUMERIC, TEXT, total_form
 from dpspin_sql.sql import totality as t
 from dpspin_sql.sql.errors import refuse, snippet
 
@@ -54,7 +55,6 @@ ROWWISE = True      # the row-wise rule; tests/test_sql_views.py switches it off
 MAX_DEPTH = 16      # views, CTEs and subqueries nested in one another
 MAX_RELATIONS = 256  # relations expanded for one statement
 KEY_KINDS = ("int", "text", "uuid")
-BOOL, DATE, DOUBLE, INT, JSON, NULL, NUMERIC, TEXT = t.BOOL, t.DATE, t.DOUBLE, t.INT, t.JSON, t.NULL, t.NUMERIC, t.TEXT
 
 
 def kind_of(dtype: str) -> str:
@@ -704,7 +704,7 @@ class _Scope:
                              context="a row-wise relation", grammar="a row-wise relation")
 
         def total(node: exp.Expr) -> exp.Expr:
-            return t.total_form(node, "duckdb", names, column_kind=self.kind, needs_double=self.needs_double)
+            return total_form(node, "duckdb", names, column_kind=self.kind, needs_double=self.needs_double)
 
         # join and WHERE terms: key equalities stay exact; every other term is a total predicate
         def term(node: exp.Expr, where: str) -> exp.Expr:

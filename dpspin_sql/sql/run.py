@@ -12,13 +12,13 @@ from pathlib import Path
 import duckdb
 
 from dpspin_sql import ledger
-from dpspin_sql.engines.base import ENGINES, make_engine
 from dpspin_sql.errors import BadInput
 from dpspin_sql.outputs import Outputs
 from dpspin_sql.request import RequestError
+from dpspin_sql.sketch.engines.base import ENGINES, make_engine
+from dpspin_sql.sketch.transpile import sketch_sql
 from dpspin_sql.sql.audit import audit_statement
 from dpspin_sql.sql.options import refuse_field
-from dpspin_sql.sql.transpile import sketch_sql
 
 __all__ = ["ENGINES", "run_sql", "emit_sketch"]
 
@@ -36,15 +36,15 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     BudgetExceeded; in every one of those cases no plan is written and nothing is charged.
     `engine="spark"` computes the sketch on Spark (`spark` session, or a new one on `spark_master`:
     local[2] by default, or a cluster's spark://host:port); `spark_assign` is auto | scorer | table
-    (see dpspin_sql.engines.spark). `engine="postgres"`
+    (see dpspin_sql.sketch.engines.spark). `engine="postgres"`
     computes it on a PostgreSQL server (`pg` connection or `pg_dsn`) holding the tables.
 
     The statement may read the tables and views of the connection's own database, or
     read_parquet/read_csv files under `files_root` (default: the current directory), in
     place of the store's assignments and records (docs/SQL.md, "Your own tables"); nothing is
     written to the user's database. Files also run on Spark, read there in place
-    (dpspin_sql.engines.spark_files), and so do tables of the Spark session's catalog named
-    `spark_table('db.table')` (engine="spark" only; dpspin_sql.engines.spark_tables); tables of the
+    (dpspin_sql.sketch.engines.spark_files), and so do tables of the Spark session's catalog named
+    `spark_table('db.table')` (engine="spark" only; dpspin_sql.sketch.engines.spark_tables); tables of the
     user's DuckDB database run on duckdb only. Views, CTEs and FROM
     subqueries must be row-wise (docs/SQL.md, "Views"); `public_tables` names the tables of
     yours whose rows are public (a lookup table, a dictionary), over which alone a view may
@@ -58,7 +58,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
     user_db = user_catalog(con)
     spark_catalog = None
     if engine == "spark":   # spark_table('db.table'): its schema from the Spark session's catalog
-        from dpspin_sql.engines.spark_tables import SparkCatalog
+        from dpspin_sql.sketch.engines.spark_tables import SparkCatalog
 
         spark_catalog = SparkCatalog(spark, spark_master)
     with resolve(con) as con:   # a plain connection without install() is one clear error
@@ -70,7 +70,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
             runner = make_engine(engine, audited.filters, spark=spark, spark_assign=spark_assign, pg=pg,
                                  pg_dsn=pg_dsn, spark_master=spark_master)
         elif engine == "spark":
-            from dpspin_sql.engines.spark_files import SparkFilesEngine
+            from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
 
             runner = SparkFilesEngine(audited.filters, source=audited.source, master=spark_master,
                                       session=spark_catalog.session if spark_catalog is not None else spark)

@@ -200,7 +200,7 @@ def _column(found: CatalogTable, ident: exp.Identifier, dialect: str) -> Catalog
 # -- types as the audit reads them --------------------------------------------------------------------
 
 def _parse_type(text: str, dialect: str) -> exp.DataType | None:
-    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sketch.sqlglot_log import quiet
 
     try:
         with quiet():

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     stage, signame, rest = argv[0], argv[1], argv[2:]
     sig = getattr(signal, signame)
     from dpspin_sql import ledger, mechanisms, outputs, release, report
-    from dpspin_sql.engines.duckdb import DuckDBEngine
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 
     if stage == "opendp":
         namespace: dict = {"time": time}

@@ -444,12 +444,12 @@ def fuzz_cli(family: dict[str, Path], n_accepted: int, seed: int, out: Path, *, 
 
 def fuzz_sketch(family: dict[str, Path], n_accepted: int, seed: int, *, report: Report | None = None,
                 deadline: float | None = None, stop_after: int | None = None) -> Report:
-    """Run the exact sketch query `dpspin sql` runs (sql/transpile.sketch_sql) for `n_accepted`
+    """Run the exact sketch query `dpspin sql` runs (sketch/transpile.sketch_sql) for `n_accepted`
     accepted statements on every store of the family: each must succeed everywhere (the only
     data-dependent step of the CLI path; everything before it is static, everything after it
     reads only the integer sketch)."""
     from dpspin_sql import store
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     report = report or Report()
     began = time.perf_counter()

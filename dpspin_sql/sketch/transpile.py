@@ -23,8 +23,8 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql.request import Bounds
-from dpspin_sql.sql.flags import STORE_FLAGS
-from dpspin_sql.sql.rewrite import BASE_DIALECT, SketchFilters, rewrite
+from dpspin_sql.sketch.flags import STORE_FLAGS
+from dpspin_sql.sketch.rewrite import BASE_DIALECT, SketchFilters, rewrite
 
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino", "postgres")
 DBL_MAX = "1.7976931348623157e308"
@@ -183,6 +183,20 @@ def try_casts(tree: exp.Expr, dialect: str) -> exp.Expr:
     return tree
 
 
+def guard_int_casts(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """Off DuckDB, the atom's TRY_CAST(x AS INTEGER) of an integer column as a range-guarded CAST:
+    NULL outside INTEGER's range, as DuckDB's TRY_CAST, on every engine (total everywhere)."""
+    def guards(node: exp.Expression) -> exp.Expression:
+        if dialect != "duckdb" and isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.INT:
+            x = node.this
+            guard = exp.and_(exp.GTE(this=x.copy(), expression=exp.Literal.number(-2147483648)),
+                             exp.LTE(this=x.copy(), expression=exp.Literal.number(2147483647)))
+            return exp.Case(ifs=[exp.If(this=guard, true=exp.Cast(this=x.copy(), to=node.to.copy()))])
+        return node
+
+    return tree.transform(guards)
+
+
 _FULL_VECTOR = ("SELECT d.atom_id, CAST(COALESCE(s.mass, 0) AS HUGEINT) AS mass "
                 "FROM atoms AS d LEFT JOIN sketch_mass AS s ON s.atom_id = d.atom_id ORDER BY d.atom_id")
 
@@ -230,7 +244,7 @@ def sketch_sql(bounds: Bounds, filters: SketchFilters | None = None, dialect: st
     elif bind_params:
         tree = bind(tree, bounds.params())
     tree = for_engine(tree, dialect)
-    from dpspin_sql.sql.dialect import quiet
+    from dpspin_sql.sketch.sqlglot_log import quiet
 
     try:
         with quiet():

@@ -18,7 +18,7 @@ the filters' private columns). Here each projection is rendered for Spark:
   (units with auxiliary records are left out of the sketch, as on DuckDB) are shipped to
   Spark as small DataFrames;
 - DuckDB's TRY_CAST of an integer atom column to INTEGER becomes a range-guarded CAST
-  (sql/catalog.py `guard_int_casts`), and the rest is transpiled (sql/transpile.py `for_engine`).
+  (sketch/transpile.py `guard_int_casts`), and the rest is transpiled (sketch/transpile.py `for_engine`).
 
 The statement's filters are applied to the projections with ANSI mode off and materialized
 before the sketch runs (engines/spark.py `apply_filters`, as for the store's tables); the
@@ -36,9 +36,9 @@ from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
-from dpspin_sql.sketch import Sketch, TargetFacts, assemble, dictionary_atoms
+from dpspin_sql.sketch import Sketch, TargetFacts, assemble, check_aux_users, dictionary_atoms
+from dpspin_sql.sketch.rewrite import SketchFilters
 from dpspin_sql.source import Relation, SketchSource
-from dpspin_sql.sql.rewrite import SketchFilters
 
 VIEW_PREFIX = "dpspin_"
 ATOMS_VIEW = "atoms"                 # the name the sketch query reads the dictionary by
@@ -86,9 +86,8 @@ def files_only(source: SketchSource) -> str | None:
 
 def render(source: SketchSource) -> _Rendered:
     """The projections in Spark SQL, their file scans as views (see the module docstring)."""
-    from dpspin_sql.sql.catalog import guard_int_casts
-    from dpspin_sql.sql.dialect import quiet
-    from dpspin_sql.sql.transpile import for_engine
+    from dpspin_sql.sketch.sqlglot_log import quiet
+    from dpspin_sql.sketch.transpile import for_engine, guard_int_casts
 
     files: list[_File] = []
     reads_aux = False
@@ -156,7 +155,7 @@ def _parquet_frame(spark, f: _File):
 
 
 def _table_frame(spark, f: _File):
-    from dpspin_sql.engines.spark_tables import schema_of
+    from dpspin_sql.sketch.engines.spark_tables import schema_of
 
     df = spark.table(f.path)
     if [(n.lower(), t) for n, t in schema_of(df)] != [(n.lower(), t) for n, t in f.columns]:
@@ -178,7 +177,7 @@ class SparkFilesEngine:
 
     def __init__(self, filters: SketchFilters | None, *, source: SketchSource, session=None,
                  master: str | None = None):
-        from dpspin_sql.engines.spark import check_filters
+        from dpspin_sql.sketch.engines.spark import check_filters
 
         why = files_only(source)
         if why is not None:
@@ -194,8 +193,7 @@ class SparkFilesEngine:
         return {"engine": self.name, "spark_reads": f"{reads} in place"} | self.source.details()
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
-        from dpspin_sql.engines.spark import get_session
-        from dpspin_sql.sql.own import check_aux_users
+        from dpspin_sql.sketch.engines.spark import get_session
 
         atom_ids = dictionary_atoms(con)
         check_aux_users(con, bounds.unit)
@@ -211,8 +209,8 @@ class SparkFilesEngine:
 def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _Rendered, atoms, aux) \
         -> list[tuple[int, int]]:
     """Register the views, run the projections, the filters and the sketch; collect (atom_id, mass)."""
-    from dpspin_sql.engines.spark import apply_filters
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.engines.spark import apply_filters
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     views: list[str] = []
 

@@ -54,7 +54,7 @@ class SparkCatalog:
 
     def spark(self):
         if self.session is None:
-            from dpspin_sql.engines.spark import get_session
+            from dpspin_sql.sketch.engines.spark import get_session
 
             self.session = get_session(self.master)
         return self.session

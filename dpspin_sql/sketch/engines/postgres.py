@@ -25,9 +25,9 @@ from dpspin_sql import queries
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import Sketch, assemble, check_user_level, target_facts
-from dpspin_sql.sql.errors import refuse
-from dpspin_sql.sql.rewrite import SketchFilters
-from dpspin_sql.sql.transpile import sketch_sql
+from dpspin_sql.sketch.errors import refuse
+from dpspin_sql.sketch.rewrite import SketchFilters
+from dpspin_sql.sketch.transpile import sketch_sql
 
 _SAFE_FILTER_NODES = (exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
                       exp.Is, exp.Null, exp.Boolean, exp.Literal, exp.Column, exp.Identifier, exp.In,

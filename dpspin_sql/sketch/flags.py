@@ -1,5 +1,5 @@
 """The flags the DuckDB store query is specialised on (sketch.store_plan reads them from one
-snapshot; transpile folds them in; sql.compiled keys its pre-rendered queries on them)."""
+snapshot; transpile folds them in; sketch.compiled keys its pre-rendered queries on them)."""
 from __future__ import annotations
 
 # Each flag and the value it takes when not given: the conservative one (raw rows may exist,

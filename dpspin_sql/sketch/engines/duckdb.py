@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dpspin_sql import queries, store
-from dpspin_sql.engines.settings import EngineSettings
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import (
@@ -25,11 +24,12 @@ from dpspin_sql.sketch import (
     snapshot,
     target_facts,
 )
+from dpspin_sql.sketch.engines.settings import EngineSettings
 from dpspin_sql.source import ASSIGNMENT_COLUMNS, STORE, UNIT_COLUMN, Relation, SketchSource
 
 if TYPE_CHECKING:   # the rewrite (sqlglot) is imported only where a query is rendered
     from dpspin_sql.segments import SegmentPlacement
-    from dpspin_sql.sql.rewrite import SketchFilters
+    from dpspin_sql.sketch.rewrite import SketchFilters
 
 # The store's logical rows (the `assignment_rows` view: raw rows and canonical vectors) with
 # its records: what the portable query reads for a segmented release over a store.
@@ -76,7 +76,7 @@ def file_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, source:
     large as the sketch); n_records / n_users are None. Refused, as for a store: an empty
     source, and at user level rows without a user id or users who have auxiliary records
     in the store (the dictionary and scorer were shaped by those)."""
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     source.check_unit(bounds.unit)
     atom_ids = dictionary_atoms(con)
@@ -111,16 +111,16 @@ def segmented_sketch(con: Any, bounds: Bounds, filters: SketchFilters | None, pl
 
 def segmented_sql(bounds: Bounds, filters: SketchFilters | None, placement: SegmentPlacement,
                   source: SketchSource, dialect: str = "duckdb") -> str:
-    """The segmented sketch query: the core query as `sql.transpile.sketch_sql` renders it
+    """The segmented sketch query: the core query as `sketch.transpile.sketch_sql` renders it
     (sources bound and filters injected by the rewrite, macros inlined, engine rewrites),
     with `segments.place` applied right after the rewrite. Its parameters ($K, $scale,
     $bound) stay unbound."""
     import sqlglot
 
     from dpspin_sql.segments import place
-    from dpspin_sql.sql.dialect import quiet
-    from dpspin_sql.sql.rewrite import rewrite
-    from dpspin_sql.sql.transpile import for_engine, inline_macros
+    from dpspin_sql.sketch.rewrite import rewrite
+    from dpspin_sql.sketch.sqlglot_log import quiet
+    from dpspin_sql.sketch.transpile import for_engine, inline_macros
 
     rendered = for_engine(inline_macros(place(rewrite(bounds.unit, filters, dialect, source), placement, dialect)),
                           dialect)

@@ -28,7 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpspin_sql import queries
-from dpspin_sql.sql.totality import total_form
+from dpspin_sql.sketch.totality import total_form
 
 BASE_DIALECT = "duckdb"
 

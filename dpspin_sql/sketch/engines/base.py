@@ -26,16 +26,16 @@ class Engine(Protocol):
 def make_engine(name: str, filters=None, **options) -> Engine:
     """An engine by name (`--engine`): duckdb | spark | postgres."""
     if name == "duckdb":
-        from dpspin_sql.engines.duckdb import DuckDBEngine
+        from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 
         return DuckDBEngine(filters)
     if name == "spark":
-        from dpspin_sql.engines.spark import SparkEngine
+        from dpspin_sql.sketch.engines.spark import SparkEngine
 
         return SparkEngine(filters, session=options.get("spark"), assign=options.get("spark_assign", "auto"),
                            master=options.get("spark_master"))
     if name == "postgres":
-        from dpspin_sql.engines.postgres import PostgresEngine
+        from dpspin_sql.sketch.engines.postgres import PostgresEngine
 
         return PostgresEngine(filters, pg=options.get("pg"), dsn=options.get("pg_dsn"))
     raise BadInput(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")

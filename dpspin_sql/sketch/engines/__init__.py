@@ -2,7 +2,7 @@
 
 Every engine takes the request's contribution bounds (and, for a DP SQL statement, its
 audited filters), runs the same enforced sketch query (`queries/sketch_*.sql`, rewritten
-and transpiled by `dpspin_sql.sql`) where the data lives, and returns a `Sketch`: the
+and transpiled by `sketch.transpile`) where the data lives, and returns a `Sketch`: the
 int64 m-vector and the target split's counts. Nothing else leaves the engine.
 
     engine = DuckDBEngine()                      # the store's own tables
@@ -12,7 +12,7 @@ int64 m-vector and the target split's counts. Nothing else leaves the engine.
 """
 from __future__ import annotations
 
-from dpspin_sql.engines.base import ENGINES, Engine, make_engine
-from dpspin_sql.engines.duckdb import DuckDBEngine
+from dpspin_sql.sketch.engines.base import ENGINES, Engine, make_engine
+from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
 
 __all__ = ["ENGINES", "Engine", "DuckDBEngine", "make_engine"]

@@ -4,12 +4,17 @@ The bounds of docs/DESIGN.md §1 are enforced by the SQL in `queries/sketch_*.sq
 integer fixed point, so the sensitivity the release is charged for holds exactly,
 whatever the assignments table holds. Masses are int64 in units of 2^-SCALE_BITS.
 
-Every engine (`dpspin_sql.engines`) runs the same enforced query — on DuckDB, Spark or
+Every engine (`dpspin_sql.sketch.engines`) runs the same enforced query — on DuckDB, Spark or
 PostgreSQL — and hands back (atom_id, mass) rows; `assemble` is the one place those rows
 become a `Sketch`. On a DuckDB store the engine runs the store form of the query
 (queries/sketch_store_*.sql), which skips the per-record work only for the records whose
 canonical vectors DuckDB's own constraints prove canonical (`canonical_facts` reads the
 catalog; it never trusts a flag or a count).
+
+The package is the sketch wing: this module, the query's compiler (`rewrite`, `transpile`,
+the pre-rendered `compiled` queries and their `flags`, the filters' `totality` form) and the
+`engines`. It never imports the DP SQL front end (dpspin_sql/sql/), which hands it audited
+filters (tests/test_architecture.py).
 """
 from __future__ import annotations
 
@@ -22,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from dpspin_sql import queries
-from dpspin_sql.db import only_row, transaction
+from dpspin_sql.db import first_row, only_row, transaction
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
-from dpspin_sql.sql.compiled import SENTINELS
+from dpspin_sql.sketch.compiled import SENTINELS
 
 __all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
            "target_facts", "canonical_facts", "check_user_level", "compute_sketch", "fixed_bound"]
@@ -183,6 +188,20 @@ def _check_user_facts(n_without_user: int, shared: int, aux_without_user: int) -
                        "release needs a user-disjoint split (dpspin split --unit user)")
 
 
+def check_aux_users(con, unit: str) -> None:
+    """At user level, every auxiliary record of the store must have a user id: units with auxiliary
+    records are left out of the sketch (they shaped the dictionary), and a record without one
+    could be any unit's. The store's own fact, never the user's rows."""
+    if unit != "user":
+        return
+    row = first_row(con.execute(queries.load("aux_users")))
+    assert row is not None   # counts with no GROUP BY: always one row
+    _, aux_without_user = row
+    if aux_without_user:
+        raise BadInput(f"{aux_without_user} auxiliary record(s) of the store have no user id; a user-level "
+                       "release cannot tell whether their authors are among the protected users")
+
+
 def assemble(facts: TargetFacts, rows: Iterable[tuple[Any, Any]], bounds: Bounds,
              segments: tuple[str, ...] | None = None) -> Sketch:
     """Place an engine's (atom_id, mass) rows on the dictionary's order (atoms nobody hit get 0).
@@ -262,14 +281,14 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
     """The store query specialised on `flags`, unbound: its compiled render where there is
     one (queries/compiled_*.sql, no sqlglot) and the statement has no filters, else
     rendered now."""
-    from dpspin_sql.sql import compiled
+    from dpspin_sql.sketch import compiled
 
     text = compiled.lookup(bounds.unit, flags) if filters is None else None
     if text is not None:
         return text
     if filters is None:
         return _rendered(bounds.unit, tuple(sorted(flags.items())))
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     return sketch_sql(bounds, filters, "duckdb", pretty=False, bind_params=False, store_flags=flags)
 
@@ -278,7 +297,7 @@ def store_query(bounds: Bounds, filters: Any, flags: dict) -> str:
 def _rendered(unit: str, flags: tuple) -> str:
     """The store query without filters for `unit` and `flags`, rendered once a process
     (~0.2 s of sqlglot each time; unbound, its text depends on the unit and the flags only)."""
-    from dpspin_sql.sql.transpile import sketch_sql
+    from dpspin_sql.sketch.transpile import sketch_sql
 
     return sketch_sql(Bounds(unit, 1, None), None, "duckdb", pretty=False, bind_params=False, store_flags=dict(flags))
 
@@ -363,7 +382,7 @@ def execute_sketch(con: Any, sql: str, params: dict, settings: Any, failure: str
 
 
 def _settings_from_env() -> Any:
-    from dpspin_sql.engines.settings import EngineSettings
+    from dpspin_sql.sketch.engines.settings import EngineSettings
 
     return EngineSettings.from_env()
 

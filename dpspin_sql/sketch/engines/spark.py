@@ -6,7 +6,7 @@
    applied per partition (`mapPartitions`), batch by batch. Without a scorer (assignments
    loaded from the user's own classifier) the stored assignments table is used.
 2. The enforced sketch runs as Spark SQL transpiled from the same rewritten core query
-   (`sql/transpile.py`: macros inlined, HUGEINT → DECIMAL(38, 0), `//` → DIV), so the
+   (`sketch/transpile.py`: macros inlined, HUGEINT → DECIMAL(38, 0), `//` → DIV), so the
    fixed-point result equals DuckDB's exactly.
 3. Only the sketch vector — one (atom_id, mass) row per atom — is collected to the driver;
    the release and the ledger are the same as for DuckDB (`release.release`).
@@ -27,8 +27,8 @@ import duckdb
 from dpspin_sql.errors import BadInput
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import Sketch, assemble, target_facts
-from dpspin_sql.sql.rewrite import SketchFilters
-from dpspin_sql.sql.transpile import sketch_sql
+from dpspin_sql.sketch.rewrite import SketchFilters
+from dpspin_sql.sketch.transpile import sketch_sql
 
 ASSIGN_MODES = ("auto", "scorer", "table")
 BATCH = 2048
@@ -119,8 +119,8 @@ class SparkEngine:
 
 def check_filters(filters: SketchFilters | None) -> None:
     """Refuse, before Spark or the data is touched, what the audit admits for DuckDB but Spark
-    could fail on or take super-linear time over (sql/totality.py `check_engine`)."""
-    from dpspin_sql.sql.totality import check_engine
+    could fail on or take super-linear time over (sketch/totality.py `check_engine`)."""
+    from dpspin_sql.sketch.totality import check_engine
 
     if filters:
         check_engine([filters.records, filters.assignments], "spark")
@@ -131,8 +131,8 @@ def filter_sql(term, names: dict | None = None) -> str:
     types its columns (default: the store's), as for `rewrite`."""
     import sqlglot
 
-    from dpspin_sql.sql.dialect import quiet
-    from dpspin_sql.sql.totality import total_form
+    from dpspin_sql.sketch.sqlglot_log import quiet
+    from dpspin_sql.sketch.totality import total_form
 
     with quiet():
         return total_form(term, "spark", names).sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
