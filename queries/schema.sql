@@ -3,7 +3,7 @@
 -- Integer surrogates of the users' own ids, assigned when records are loaded. Keys and ids
 -- are one-to-one (PRIMARY KEY and UNIQUE), and the foreign key below makes DuckDB check on
 -- every write that a record's (user_key, user_id) pair is a row of this table: so grouping
--- by user_key is grouping by user_id, proved by the catalog, not trusted (sketch.py).
+-- by user_key is grouping by user_id, proved by the catalog, not trusted (sketch/__init__.py).
 CREATE TABLE IF NOT EXISTS users (
     user_key INTEGER PRIMARY KEY,
     user_id  VARCHAR NOT NULL UNIQUE,

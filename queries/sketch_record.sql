@@ -12,7 +12,7 @@
 -- records go through the deduplicate / rank / renormalise steps. The distinct-atom test is
 -- exact for up to 3 rows (min < middle < max, middle = sum - min - max); a record with
 -- more rows counts as irregular and is handled exactly. This is the portable form: the
--- same text runs on Spark and PostgreSQL (sql/transpile.py) and over Parquet/CSV files.
+-- same text runs on Spark and PostgreSQL (sketch/transpile.py) and over Parquet/CSV files.
 WITH target AS (
     SELECT record_id FROM records WHERE split = 'target'
 ),
