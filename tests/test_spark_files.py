@@ -2,7 +2,7 @@
 
 - the exact sketch Spark computes over Parquet files (user and record level) and over CSV
   files (a header, CRLF line endings as Excel writes them, quoted fields) equals, integer for
-  integer, the sketch DuckDB computes for the same statement (sql/own.py `OwnEngine`), with
+  integer, the sketch DuckDB computes for the same statement (sketch/engines/own.py `OwnEngine`), with
   hostile rows: weights NaN / ±inf / negative / > 1 / not a number, more than K atoms a record,
   a user with many records, atoms not in the dictionary, a record id repeated, users with
   auxiliary records in the store (left out on both engines);
@@ -28,8 +28,8 @@ import pytest
 
 from dpspin_sql import ledger, store
 from dpspin_sql.embed import resolve, user_catalog
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from dpspin_sql.sql.own import OwnEngine
 from tests.helpers.core import assert_one_line_error, cli, install_atoms, put_records
 
 pytestmark = pytest.mark.spark

@@ -22,8 +22,8 @@ import pytest
 
 from dpspin_sql import ledger, store
 from dpspin_sql.embed import resolve, user_catalog
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from dpspin_sql.sql.own import OwnEngine
 from tests.helpers.core import assert_one_line_error, cli
 from tests.test_spark_files import ATOMS, PQ_RECORD, PQ_USER, _store_counts, files  # noqa: F401 (a fixture)
 

@@ -19,8 +19,8 @@ from dpspin_sql import ledger
 from dpspin_sql.embed import resolve, user_catalog
 from dpspin_sql.request import Bounds
 from dpspin_sql.sketch import run_sketch
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from dpspin_sql.sql.own import OwnEngine
 from tests.helpers.core import assert_one_line_error, cli, install_atoms, put_assignments, put_records
 
 THEMES = ["refund delay", "app crash", "double charge", "password reset", "late delivery"]

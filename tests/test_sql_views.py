@@ -19,8 +19,8 @@ import dpspin_sql
 from dpspin_sql.embed import user_catalog
 from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sensitivity import fixed_point_d_in
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from dpspin_sql.sql.own import OwnEngine
 from tests.helpers.core import install_atoms
 
 # the classes: each view's rows depend on rows of other records

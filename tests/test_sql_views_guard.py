@@ -16,8 +16,8 @@ import pytest
 
 from dpspin_sql import ledger, store
 from dpspin_sql.errors import DpspinError
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from dpspin_sql.sql.own import OwnEngine
 from tests.helpers.core import install_atoms
 
 pytestmark = pytest.mark.guard

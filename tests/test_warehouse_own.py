@@ -20,10 +20,10 @@ import dpspin_sql
 from dpspin_sql import cli, ledger, store
 from dpspin_sql.embed import user_catalog
 from dpspin_sql.errors import AuditRefusal, BadInput
+from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql import emit_sketch
 from dpspin_sql.sql.audit import audit_statement
 from dpspin_sql.sql.catalog import audit_for_warehouse
-from dpspin_sql.sql.own import OwnEngine
 from dpspin_sql.warehouse import check_vector, read_result, statement_hash
 from tests.helpers.core import assert_one_line_error, install_atoms, put_records
 from tests.helpers.postgres import pg_dsn  # noqa: F401  (the fixture)

@@ -242,10 +242,10 @@ def warehouse_source(audited, declared: Declared, dialect: str):
             raise BadInput("the statement cannot be written totally in postgres: the weight column is text, and "
                            "PostgreSQL has no TRY_CAST to read it as a number (declare a numeric weight)")
         from dpspin_sql.errors import AuditRefusal
-        from dpspin_sql.sketch.engines.postgres import check_filters
+        from dpspin_sql.sketch.engines.base import admit
 
         try:
-            check_filters(audited.filters)
+            admit("postgres", audited.filters)
         except AuditRefusal as refusal:   # its location would show the filter's private column names
             raise AuditRefusal(str(refusal).split(" [at ")[0].replace("on the postgres engine", "in postgres")) \
                 from None

@@ -80,7 +80,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, out_path: str | Path | Non
                            f"--emit-sketch --dialect {engine} and release the result with dpspin release "
                            f"--from-sketch (docs/WAREHOUSE.md)")
         else:
-            from dpspin_sql.sql.own import OwnEngine
+            from dpspin_sql.sketch.engines.own import OwnEngine
 
             runner = OwnEngine(audited.filters, source=audited.source)
         try:

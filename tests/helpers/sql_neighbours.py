@@ -402,8 +402,8 @@ def run(seed: int, n_statements: int, *, databases: int = 2, n_reviews: int = 24
     import dpspin_sql
     from dpspin_sql.errors import AuditRefusal
     from dpspin_sql.sensitivity import fixed_point_d_in
+    from dpspin_sql.sketch.engines.own import OwnEngine
     from dpspin_sql.sql.audit import audit_statement
-    from dpspin_sql.sql.own import OwnEngine
 
     report = Report()
     rng = random.Random(seed)

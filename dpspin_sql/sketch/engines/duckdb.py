@@ -49,6 +49,10 @@ def require_assignments(con: Any) -> None:
 class DuckDBEngine:
     name = "duckdb"
 
+    @staticmethod
+    def admit(filters: SketchFilters | None) -> None:
+        """Every filter the audit admits runs totally on DuckDB (the audit's own engine): nothing to refuse."""
+
     def __init__(self, filters: SketchFilters | None = None, *, source: SketchSource | None = None,
                  settings: EngineSettings | None = None, segments: SegmentPlacement | None = None):
         self.filters, self.source = filters, source or STORE

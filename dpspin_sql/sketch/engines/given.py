@@ -15,6 +15,10 @@ from dpspin_sql.sketch import Sketch
 
 
 class GivenSketch:
+    @staticmethod
+    def admit(filters: Any) -> None:
+        """A sketch computed elsewhere runs no filter here: nothing to refuse."""
+
     def __init__(self, sketch: Sketch, name: str = "given", details: dict | None = None):
         self._sketch, self.name, self._details = sketch, name, dict(details or {})
 

@@ -62,8 +62,13 @@ class PostgresEngine:
 
     name = "postgres"
 
-    def __init__(self, filters: SketchFilters | None = None, *, pg=None, dsn: str | None = None):
+    @staticmethod
+    def admit(filters: SketchFilters | None) -> None:
+        """`check_filters`: what this engine refuses of the audited filters."""
         check_filters(filters)
+
+    def __init__(self, filters: SketchFilters | None = None, *, pg=None, dsn: str | None = None):
+        self.admit(filters)
         self.filters, self.pg, self.dsn = filters, pg, dsn
 
     def details(self) -> dict:

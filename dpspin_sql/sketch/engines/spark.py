@@ -84,11 +84,16 @@ class SparkEngine:
 
     name = "spark"
 
+    @staticmethod
+    def admit(filters: SketchFilters | None) -> None:
+        """`check_filters`: what this engine refuses of the audited filters."""
+        check_filters(filters)
+
     def __init__(self, filters: SketchFilters | None = None, *, session=None, assign: str = "auto",
                  master: str | None = None):
         if assign not in ASSIGN_MODES:
             raise BadInput(f"--spark-assign must be one of {', '.join(ASSIGN_MODES)}, not {assign!r}")
-        check_filters(filters)
+        self.admit(filters)
         self.filters, self.session, self.assign = filters or SketchFilters(), session, assign
         self.master = master
 

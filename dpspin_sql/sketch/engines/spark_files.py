@@ -175,14 +175,19 @@ class SparkFilesEngine:
 
     name = "spark"
 
+    @staticmethod
+    def admit(filters: SketchFilters | None) -> None:
+        """Spark's admission (`SparkEngine.admit`): the same engine over other inputs."""
+        from dpspin_sql.sketch.engines.spark import SparkEngine
+
+        SparkEngine.admit(filters)
+
     def __init__(self, filters: SketchFilters | None, *, source: SketchSource, session=None,
                  master: str | None = None):
-        from dpspin_sql.sketch.engines.spark import check_filters
-
         why = files_only(source)
         if why is not None:
             raise BadInput(why)
-        check_filters(filters)   # before Spark or any file is touched
+        self.admit(filters)   # before Spark or any file is touched
         self.filters, self.source, self.session, self.master = filters or SketchFilters(), source, session, master
         self.rendered = render(source)
 
