@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from dpspin_sql.request import SCALE
+from dpspin_sql.fixed_point import SCALE
 
 
 @dataclass(frozen=True)

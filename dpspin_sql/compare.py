@@ -45,8 +45,8 @@ from typing import Any
 import dpspin_sql.opendp_lite as dp
 from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput, Refusal
+from dpspin_sql.fixed_point import SCALE
 from dpspin_sql.mechanisms import noise_accuracy
-from dpspin_sql.request import SCALE
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "ComparisonRequest", "Side", "side_of", "read_side", "compare",
            "validate_comparison"]

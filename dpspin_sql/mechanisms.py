@@ -20,7 +20,8 @@ import numpy as np
 import dpspin_sql.opendp_lite as dp
 from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput
-from dpspin_sql.request import SCALE, ReleaseRequest
+from dpspin_sql.fixed_point import SCALE
+from dpspin_sql.request import ReleaseRequest
 
 
 @dataclass(frozen=True)

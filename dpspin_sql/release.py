@@ -32,10 +32,11 @@ import numpy as np
 from dpspin_sql import interrupts, ledger, store
 from dpspin_sql.atoms import Atom, current_atoms, current_dictionary_id, dictionary_hash
 from dpspin_sql.errors import BadInput, PlanNotWritten
+from dpspin_sql.fixed_point import SCALE
 from dpspin_sql.mechanisms import Mechanism, make_mechanism
 from dpspin_sql.outputs import Outputs, dictionary_sidecar, write_text_atomic
 from dpspin_sql.plan import Plan, dictionary_body, make_plan
-from dpspin_sql.request import SCALE, ReleaseRequest
+from dpspin_sql.request import ReleaseRequest
 from dpspin_sql.sketch import Sketch
 from dpspin_sql.sketch.engines.base import Engine
 from dpspin_sql.sketch.engines.duckdb import DuckDBEngine

@@ -21,13 +21,8 @@ from typing import Any
 
 from dpspin_sql import mechanism_kinds
 from dpspin_sql.errors import BadInput
+from dpspin_sql.fixed_point import MAX_B, SCALE, SCALE_BITS, fixed_bound
 from dpspin_sql.sensitivity import ADJACENCIES, Sensitivity, fixed_point_d_in, sensitivity
-
-# Fixed point: masses are int64 in units of 2^-SCALE_BITS (docs/DESIGN.md §1).
-SCALE_BITS = 24
-SCALE = 1 << SCALE_BITS
-# 2·floor(B·2^S) (Δ1 under replace) must fit OpenDP's i64 metrics.
-MAX_B = float(2 ** (61 - SCALE_BITS))
 
 UNITS = ("record", "user")
 MECHANISMS = mechanism_kinds.NAMES
@@ -44,11 +39,6 @@ MAX_SEGMENTS = 1000
 MAX_SEGMENT_LABEL = 200
 SEGMENT_ADMISSIONS = ("per_segment", "joint")
 SEGMENT_KINDS = ("values", "periods")
-
-
-def fixed_bound(B: float, scale: int = SCALE) -> int:
-    """floor(B · 2^S): a per-unit L1 bound in fixed point (never above B)."""
-    return int(math.floor(B * scale))
 
 
 class RequestError(BadInput):

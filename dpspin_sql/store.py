@@ -489,7 +489,7 @@ ASSIGNMENT_FILE_COLUMNS = ("record_id", "atom_id", "weight")
 
 def _file_facts(con: duckdb.DuckDBPyConnection, path: str | Path, tf: tabular.TableFile) -> tuple:
     """queries/assignments_file_facts.sql over the registered `assignment_file` (one pass)."""
-    from dpspin_sql.request import SCALE
+    from dpspin_sql.fixed_point import SCALE
 
     try:
         return only_row(con.execute(queries.load("assignments_file_facts"),
@@ -522,7 +522,7 @@ def write_assignments(con: duckdb.DuckDBPyConnection, n_rows: int | None = None)
     (queries/canonicalise.sql), as given in `assignments` for the rest. `n_rows`, the
     number of staged rows when the caller counted them, lets the rows be read only once
     when every one of them is a canonical record's. Inside the caller's transaction."""
-    from dpspin_sql.request import SCALE
+    from dpspin_sql.fixed_point import SCALE
 
     con.execute(queries.load("canonicalise"), {"scale": SCALE})
     covered = only_row(con.execute("SELECT COALESCE(sum(n_rows), 0) FROM staged_vectors"))[0]

@@ -29,7 +29,8 @@ import numpy as np
 from dpspin_sql import queries
 from dpspin_sql.db import first_row, only_row, transaction
 from dpspin_sql.errors import BadInput
-from dpspin_sql.request import MAX_B, SCALE, SCALE_BITS, UNITS, Bounds, fixed_bound
+from dpspin_sql.fixed_point import MAX_B, SCALE, SCALE_BITS, fixed_bound
+from dpspin_sql.request import UNITS, Bounds
 from dpspin_sql.sketch.compiled import SENTINELS
 
 __all__ = ["SCALE", "SCALE_BITS", "MAX_B", "UNITS", "Sketch", "TargetFacts", "CanonicalFacts", "assemble",
