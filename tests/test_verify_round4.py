@@ -185,6 +185,16 @@ ROUND7_FORMS = [
     (AG, "Of all 2,600 reviews, pleasant scent is the most common theme.", True),
     (AG, "Across all reviews, pleasant scent is the top theme.", True),
     (AG, "Pleasant scent appears in all reviews.", False),
+    # the parts of private top-L's ε named after the number, and the dictionary's size as a subject or a tail
+    ("r4_yelp_topl_user", "Private top-L with a total of ε = 2 — 1.0 for the noisy top-k admission and 1.0 for the "
+                          "Gaussian values.", True),
+    ("r4_yelp_topl_user", "Private top-L with a total of ε = 2, 1.5 for the selection and 0.5 for the values.", False),
+    ("r4_yelp_topl_user", "The dictionary has 27 themes.", True),
+    ("r4_yelp_topl_user", "The dictionary has 28 themes.", False),
+    ("r4_yelp_topl_user", "Eight themes were admitted out of the 27 in the public dictionary.", True),
+    ("r4_yelp_topl_user", "Eight themes were admitted out of the 26 in the public dictionary.", False),
+    ("r4_yelp_topl_user", "Noise was added to all 27 dictionary coordinates.", True),
+    ("r4_yelp_topl_user", "Noise was added to all 29 dictionary coordinates.", False),
 ]
 
 

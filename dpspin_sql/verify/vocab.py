@@ -43,7 +43,7 @@ SHARED_RANK = re.compile(
     r"(?!\s*(?:-|\s)\s*(?:\d|" + "|".join(ORDINALS) + r"|two|three|four|five|six|seven|eight|nine|ten)\b"
     r"|\s+(?:and|or|to|through|thru)\s+(?:\d|" + "|".join(ORDINALS) + r")|\s+of\b)", re.I)
 PLAN_NOUNS = (r"(?:themes?|topics?|atoms?|issues?|categories|category|concepts?|items?|entries|entry|areas?|subjects?|"
-              r"complaint\s+types?|phrases?|labels?)")
+              r"complaint\s+types?|phrases?|labels?|coordinates?)")
 # a sentence about the method itself, not about the data ("no individual can be identified")
 METHOD = re.compile(r"\b(?:privacy|private|protect\w*|identif\w*|differential\w*|anonym\w*|noise|"
                     r"counts?\s+(?:(?:toward|towards|for|in|to)\s+)?at\s+most|counts?\s+(?:only\s+|just\s+)?once|contribut\w*|ε|epsilon|"

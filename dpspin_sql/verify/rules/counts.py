@@ -376,10 +376,17 @@ def _listed(c: Check, ct: _Count, np_end: int | None = None) -> tuple[int, bool,
     return None
 
 
+# "the dictionary has / lists / holds 27 themes": the dictionary is the clause's subject
+_DICT_HAS = re.compile(r"\b(?:dictionary|universe|vocabulary|taxonomy)\s+(?:itself\s+)?(?:has|had|holds|held|contains|contained|"
+                       r"lists|listed|covers|covered|offers|offered|includes|included|comprises|comprised|spans|spanned)"
+                       r"\s+(?:all\s+|only\s+|just\s+)?$", re.I)
+
+
 def _is_dictionary(c: Check, ct: _Count) -> bool:
     """'18 candidate themes', 'a dictionary of 18 themes', 'a 16-theme dictionary', '50 themes in the dictionary'."""
     before = c.masked[c.sents[c.sentence_of(ct.start)][0]:ct.start]
     return bool(_DICT.search(ct.mods) or re.search(r"\b(?:dictionary|universe|vocabulary|taxonomy)\s+of\s+$", before, re.I)
+                or _DICT_HAS.search(before)
                 or re.match(r"\s+(?:in\s+(?:the\s+|its\s+|a\s+)?(?:public\s+)?)?(?:dictionary|universe|vocabulary|taxonomy)\b",
                             c.masked[ct.end:], re.I))
 
@@ -428,7 +435,7 @@ def _judge(c: Check, ct: _Count) -> None:
         if n != int(c.plan["K"]):  # "at most" / "up to" belong to the bound's definition
             _fail(c, ct, f"is not the public bound K = {c.plan['K']:g} on themes per record")
         return
-    if ct.noun and ct.of_m is None and _is_dictionary(c, ct):  # in "N of the M dictionary themes" the qualifier is M's
+    if ct.of_m is None and _is_dictionary(c, ct):  # in "N of the M dictionary themes" the qualifier is M's
         if not any(count_ok(h, n, v) for v in _dict_sizes(c)):
             _fail(c, ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
         return
@@ -528,7 +535,7 @@ def _resolve_group(c: Check, m_ct: _Count, pred) -> tuple[list[frozenset], int] 
             _fail(c, m_ct, f'is not the number of themes in the "{"/".join(sorted(inner[0]))}" bin ({len(members)})')
             return None
         return members, len(members)
-    if m_ct.noun and _is_dictionary(c, m_ct):
+    if _is_dictionary(c, m_ct):   # "out of the 27 in the public dictionary" names the dictionary without a noun
         if m_ct.n not in _dict_sizes(c):
             _fail(c, m_ct, f"is not the dictionary size (m = {'/'.join(map(str, sorted(_dict_sizes(c)))) or 'not released'})")
             return None

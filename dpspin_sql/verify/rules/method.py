@@ -49,8 +49,9 @@ _FIELDS: list[tuple[str, str]] = [
     ("public_denominator", r"public\s+denominator|denominator"),
     ("interval_half_width", r"half[\s-]?width"),
 ]
-_PART_AFTER = re.compile(r"\s*(?:is\s+|was\s+)?(?:spent\s+|used\s+)?(?:for|on|in)\s+(?:the\s+)?(selection|admission|values?|"
-                        r"measurement)\b", re.I)
+_PART_AFTER = re.compile(r"\s*(?:is\s+|was\s+)?(?:spent\s+|used\s+)?(?:for|on|in)\s+(?:the\s+)?"
+                        r"(?:(?!for\b|and\b|or\b)[\w-]+\s+){0,2}?(selection|admission|values?|measurement)\b", re.I)
+_EPSILON_CUE = re.compile(r"ε|\bepsilon\b|\bprivacy\s+budget\b", re.I)
 _BOUND = [(k, re.compile(r"(?:" + v + r")" + _JOIN + r"$", re.I)) for k, v in _FIELDS]
 
 
@@ -128,6 +129,17 @@ def check(c: Check) -> None:
             c.consume(s, e)
             break
         else:
+            part = _PART_AFTER.match(txt, e)
+            k = c.sentence_of(s)
+            if part and not num.pct and _EPSILON_CUE.search(txt[c.sents[k][0]:s]):
+                # "a total of ε = 2: 1.0 for the selection and 1.0 for the values": the parts' ε
+                key = "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
+                v = field_value(p, key)
+                if v is not None:
+                    if not _matches(num, v, key):
+                        c.add("unsupported_number", s, e, f'"{num.text}" is stated as the plan\'s {key}, which is {v:g}')
+                    c.consume(s, e)
+                    continue
             bins: dict = p["bins"] if isinstance(p.get("bins"), dict) else {}
             fractions = [float(x) for x in bins.values() if isinstance(x, (int, float)) and not isinstance(x, bool)]
             by_support = p.get("bin_basis") == "support" or (p.get("bin_basis") is None and fractions
