@@ -195,6 +195,11 @@ ROUND7_FORMS = [
     ("r4_yelp_topl_user", "Eight themes were admitted out of the 26 in the public dictionary.", False),
     ("r4_yelp_topl_user", "Noise was added to all 27 dictionary coordinates.", True),
     ("r4_yelp_topl_user", "Noise was added to all 29 dictionary coordinates.", False),
+    # a range after a group of themes states the span of their values
+    (AG, '"fine lines", "pump dispenser", "essential oil" and "absorbs quickly" are similar (≈ 86–96, i.e. 3.3–3.7%).', True),
+    (AG, "Fine lines, pump dispenser, essential oil and absorbs quickly are similar (≈ 86–99).", False),
+    (AG, "Fine lines and pump dispenser lie between 90 and 96.", True),
+    (AG, "Fine lines and pump dispenser lie between 80 and 96.", False),
 ]
 
 

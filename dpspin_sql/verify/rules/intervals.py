@@ -95,7 +95,7 @@ def _find(c: Check) -> list[_Statement]:
             elif re.fullmatch(r"\s*[–-]\s*|\s+to\s+", gap) and a.kind == b.kind == "digits" and not b.hedge:
                 cs, ce = next(((x, y) for x, y in c.clauses_of(c.sentence_of(a.start)) if x <= a.start < y), (ss, se))
                 cued = bool(_RANGE_CUE.search(c.text[cs:ce]))
-                if (gap.strip() in ("–", "-") and not a.hedge) or cued:   # "(roughly 402 to 442)" after "interval"
+                if gap.strip() in ("–", "-") or cued:   # "(roughly 402 to 442)" after "interval"; "≈ 86–96"
                     joined = a.start
             elif re.fullmatch(r",\s*", gap) and txt[a.start - 1:a.start] == "[" and txt[b.end:b.end + 1] == "]":
                 joined = a.start - 1
@@ -128,6 +128,14 @@ def _judge(c: Check, st: _Statement) -> str | None:
         return None if any(_fits(st.h, v, True) for v in hs) else "the stated half-width is not the released one"
     if not atoms:
         return "it is not attached to a theme"
+    if st.lo is not None and st.hi is not None:
+        ss = c.sents[c.sentence_of(st.s)][0]
+        group: dict[int, dict] = {}
+        for men in c.in_range(ss, st.s):
+            for x in men.atoms:
+                group.setdefault(x, c.atom(x))
+        if len(group) >= 2 and _spans_values(list(group.values()), st):
+            return None   # "A, B, C and D are similar (≈ 86–96, i.e. 3.3–3.7%)": the span of the group's values
     for a in atoms:
         iv = support_interval(c.plan, a) if st.pct else mass_interval(c.plan, a)
         if not iv:
@@ -146,6 +154,20 @@ def _judge(c: Check, st: _Statement) -> str | None:
             if any(_fits(st.lo, v) for v in los) and _fits(st.hi, hi):
                 return None
     return "its parts do not match the released interval under the public rounding rule"
+
+
+def _spans_values(atoms: list[dict], st: _Statement) -> bool:
+    """Do the range's ends state the lowest and the highest released value of the themes it is attached to?"""
+    assert st.lo is not None and st.hi is not None
+    if st.pct:
+        if any(a.get("support") is None for a in atoms):
+            return False
+        vals = [[100.0 * float(a["support"])] for a in atoms]
+    else:
+        vals = [[mass(a), float(a.get("display_mass", mass(a)))] for a in atoms]
+    low = min(vals, key=lambda v: v[0])
+    high = max(vals, key=lambda v: v[0])
+    return any(_fits(st.lo, v) for v in low) and any(_fits(st.hi, v) for v in high)
 
 
 def check(c: Check) -> None:
