@@ -200,6 +200,17 @@ ROUND7_FORMS = [
     (AG, "Fine lines, pump dispenser, essential oil and absorbs quickly are similar (≈ 86–99).", False),
     (AG, "Fine lines and pump dispenser lie between 90 and 96.", True),
     (AG, "Fine lines and pump dispenser lie between 80 and 96.", False),
+    # "in turn" is no change; an interval that reaches 0; the number a parenthesis denies; method words
+    ("r6_amazon23_laplace_user", "Good quality is more common than pleasant scent, which is in turn more common than "
+                                 "good price.", True),
+    ("r6_amazon23_laplace_user", "Good price turned more common.", False),
+    ("r6_yelp_gaussian_user", "Great flavor is low: its interval reaches 0.", True),
+    ("r6_yelp_gaussian_user", "Good food has an interval that reaches 0.", False),
+    ("r6_amazon23_laplace_user", "The intervals in this release are 90% (not 95%) family-wise, at ±3.1.", True),
+    ("r6_amazon23_laplace_user", "The intervals in this release are 95% (not 90%) family-wise, at ±3.1.", False),
+    ("r6_amazon23_laplace_user", "The comparison margin of about 2.6 is set at 99% comparison confidence.", True),
+    ("r6_amazon23_laplace_user", "The comparison margin of about 2.6 is set at 95% comparison confidence.", False),
+    (AG, "The privacy ledger was charged ε = 1; all 13 dictionary coordinates were noised.", True),
 ]
 
 

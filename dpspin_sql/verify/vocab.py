@@ -129,5 +129,7 @@ tenth eleventh twelfth last next final least most leading lowest highest largest
 neighbours neighbors base baseline reader readers cutoff cut-off unit units point points step steps pack field
 group groups cluster clusters tail middle run stretch block half-width halfwidth width family family-wise
 familywise simultaneous joint remaining other others further additional following leading trailing existing
-preceding rest one ones executive memo memorandum briefing brief digest recap update notes""".split()
+preceding rest one ones executive memo memorandum briefing brief digest recap update notes
+ledger charge charges cost costs spend spending noised noising post-processing postprocessing coordinate coordinates
+adjacency add/drop guarantee guarantees""".split()
 THEME_PUBLIC = {stem(w) for w in _PUBLIC} | {t for w in _PUBLIC for t in content(w)}

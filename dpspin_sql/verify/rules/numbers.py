@@ -16,7 +16,7 @@ import re
 from ..context import Check
 from ..lexicon import Mention
 from ..numeric import HIGH_HEDGES, LOW_HEDGES, Num, number_matches, numbers
-from ..plan import mass
+from ..plan import mass, mass_interval
 from ..text import is_enumerator, span_of
 from ..vocab import BIN_PATTERNS, PLAN_NOUNS
 
@@ -35,6 +35,7 @@ CUES = {
     "interval_half_width": r"±|\+/-|\+-|plus\s+or\s+minus|give\s+or\s+take|margin\s+of\s+error|half[\s-]?width|error|"
                            r"uncertainty|accura(?:cy|te)|precision|within",
     "interval_confidence": r"confidence|confident|intervals?|ci|credible|coverage",
+    "comparison_confidence": r"comparisons?|margin",
     # the assignment's fidelity on the auxiliary split, and the documented minimums (plan.assignment)
     "budget_share": r"ε|epsilon|budget",
     "unit_share": r"units?",
@@ -62,9 +63,13 @@ def metadata_values(c: Check, num: Num) -> list[tuple[str, float]]:
         return vals
     if num.kind not in ("digits", "words"):
         return vals
-    if num.pct:  # only the confidence level is a percentage
+    if num.pct:  # only the confidence levels are percentages: the intervals' and the comparison margin's
         conf = p.get("interval_confidence")
-        return [("interval_confidence", 100.0 * float(conf))] if isinstance(conf, (int, float)) else []
+        out = [("interval_confidence", 100.0 * float(conf))] if isinstance(conf, (int, float)) else []
+        cc = (p.get("mechanism_details") or {}).get("comparison_confidence")
+        if isinstance(cc, (int, float)) and not isinstance(cc, bool):
+            out.append(("comparison_confidence", 100.0 * float(cc)))
+        return out
     for key in CUES:
         if isinstance(p.get(key), (int, float)) and not isinstance(p.get(key), bool):
             vals.append((key, float(p[key]) * (100.0 if key == "interval_confidence" else 1.0)))
@@ -92,7 +97,7 @@ def _matches(key: str, num: Num, v: float) -> bool:
     """The rounding rule; a confidence level is a label (95%), stated exactly. A hedge on a
     metadata value states the rule, not the value ("differ by less than 14.9"): the value is
     read at its written precision."""
-    if key == "interval_confidence":
+    if key in ("interval_confidence", "comparison_confidence"):
         return abs(num.value - v) < 1e-9 or (abs(num.value - v / 100.0) < 1e-9 and not num.pct)
     if key in EXACT_FIELDS:   # a public count or parameter is stated as it is ("3,000" is not a denominator of 3,400)
         return num.kind in ("digits", "words") and abs(num.value - v) <= 1e-9 * max(1.0, abs(v))
@@ -180,6 +185,8 @@ def check(c: Check) -> None:
             continue
         if _gap_value(c, num):
             continue
+        if _zero_reached(c, num) or _negated_alternative(c, num):
+            continue
         answered = _answered_count(c, num)
         if answered is not None:
             if not answered:
@@ -195,6 +202,31 @@ def check(c: Check) -> None:
 
 _GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of|"
                   r"above|below|ahead|behind|clears?|cleared|short\s+of)\b", re.I)
+
+
+_REACHES = re.compile(r"\b(?:reach(?:es|ed)?|touch(?:es|ed)?|includ(?:es|ed)|cross(?:es|ed)|hits?|spans?|"
+                      r"(?:goes|go|extends?|drops?|runs?)\s+(?:down\s+)?to)\s+$", re.I)
+
+
+def _zero_reached(c: Check, num: Num) -> bool:
+    """"interval reaches 0": true when the interval of a theme the number is attached to reaches 0 (a low bin's
+    reason); judged here, consumed either way."""
+    if num.value != 0 or num.pct or not _REACHES.search(c.masked[max(0, num.start - 30):num.start]):
+        return False
+    if not re.search(r"\binterval|\bbound|\brange|\b(?:it|its|their|they)\b",
+                     c.text[max(0, num.start - 40):num.start], re.I):   # "its interval" is a mention in c.masked
+        return False
+    ivs = [mass_interval(c.plan, c.atom(x)) for m in c.attach(num.start, num.end) for x in m.atoms]
+    if not any(iv is not None and iv[0] <= 0 for iv in ivs):
+        c.add("unsupported_number", num.start, num.end,
+              f'"{num.text}": the released interval of the theme it is stated for does not reach 0')
+    return True
+
+
+def _negated_alternative(c: Check, num: Num) -> bool:
+    """"90% (not 95%)", "rather than 95%": the number is the one the sentence denies, not a value it states."""
+    before = c.masked[max(0, num.start - 20):num.start]
+    return bool(re.search(r"(?:\(\s*not|\b(?:rather\s+than|instead\s+of))\s+$", before, re.I))
 
 
 def _gap_value(c: Check, num: Num) -> bool:

@@ -83,7 +83,7 @@ ASPECT = re.compile(rf"\b(?:is|are|was|were|be|been|being|am|keeps?|kept|keeping
                     rf"|\b(?:has|have|had)\s+(?:(?:\w+ly|also|not|now)\s+)?(?:been\s+)?(?:(?:\w+ly)\s+)?(?:{_VERB_ALT}|{_PHRASAL_ALT}|{_GO})\b"
                     rf"|\bcontinu(?:e|es|ed|ing)\s+to\s+(?:{_VERB_ALT})\b"
                     r"|\bon\s+the\s+(?:rise|increase|decline|wane|upswing|up|way\s+up|way\s+down)\b", re.I)
-STATE = re.compile(r"\b(?:become|becomes|became|becoming|get|gets|got|getting|grow|grows|grew|growing|turn|turns|turned|"
+STATE = re.compile(r"(?<!\bin\s)\b(?:become|becomes|became|becoming|get|gets|got|getting|grow|grows|grew|growing|turn|turns|turned|"
                    r"turning)\s+(?:(?:more|less|increasingly)\b|(?:rarer|commoner|scarcer|larger|smaller|bigger|higher|lower|"
                    r"fewer)\b)(?!\s+than)", re.I)
 TREND = re.compile(r"\b(?:upward|downward|rising|growing|increasing|declining|falling)\s+trends?\b|\btrend(?:s|ed|ing)?\s+"
