@@ -211,6 +211,15 @@ ROUND7_FORMS = [
     ("r6_amazon23_laplace_user", "The comparison margin of about 2.6 is set at 99% comparison confidence.", True),
     ("r6_amazon23_laplace_user", "The comparison margin of about 2.6 is set at 95% comparison confidence.", False),
     (AG, "The privacy ledger was charged ε = 1; all 13 dictionary coordinates were noised.", True),
+    # "each … more common than the next" is a chain over the themes named, in order; "each of the three" a group
+    ("r6_amazon18_laplace_record", "Pleasant scent, body wash and shower gel are the three most common themes, in that "
+                                   "order, and each is clearly more common than the next.", True),
+    ("r6_amazon18_laplace_record", "Good price, body lotion and good quality lead the moderate group, and each is more "
+                                   "common than the next.", False),
+    ("r6_amazon18_laplace_record", "Pleasant scent is the most common, followed by body wash and shower gel. Each of "
+                                   "the three is more common than the next.", True),
+    ("r6_amazon18_laplace_record", "Pleasant scent is the most common, followed by body wash and shower gel. Each of "
+                                   "the four is high.", False),
 ]
 
 

@@ -277,8 +277,45 @@ _REST = re.compile(r"\s*(?:(?:the|all|any|every)\s+)?(?:other|rest|remaining|oth
                    r"|\s*(?:anything|everything|any\s+theme|every\s+theme|all\s+themes)\s+(?:else|other)?", re.I)
 
 
+# "A, B and C …, and each is more common than the next": a chain over the themes listed, in the order named
+_CHAIN = re.compile(r"\s*(?:the\s+)?(?:next(?:\s+one)?|following\s+one|one\s+(?:after|below|behind)\s+it|"
+                    r"(?:theme|one)\s+(?:ranked|listed|just)\s+(?:below|after)\s+it)(?![\w§])", re.I)
+_EACH = re.compile(r"\beach\b(?:\s+of\s+(?:the|these|those|them)\b)?(?:\s+(?:two|three|four|five|six))?", re.I)
+
+
+def _chain(c: Check, s: int, e: int, op: str) -> bool:
+    """Judge "each … more common than the next" as consecutive pairs of the group named before; False when the
+    sentence is not of that form."""
+    txt = c.masked
+    k = c.sentence_of(s)
+    ss = c.sents[k][0]
+    if op not in ("gt", "lt") or not _CHAIN.match(txt, e) or not _EACH.search(txt, max(ss, s - 60), s):
+        return False
+    group: list[Mention] = []
+    for lo, hi in ((ss, s), (c.sents[k - 1] if k > 0 else (0, 0))):
+        for m in c.in_range(lo, hi):
+            if m.anaphor or any(m.atoms == g.atoms for g in group):
+                continue
+            group.append(m)
+        if len(group) >= 2:
+            break
+        group = []
+    if len(group) < 2:
+        return False
+    end = e + _CHAIN.match(txt, e).end()
+    for a, b in zip(group, group[1:]):
+        r = _pair_verdict(c, a, b, op)
+        if r:
+            c.add(r[0], s, end, f'"{a.text}" {txt[s:e].strip()} "{b.text}", the next one named, is not supported: {r[1]}')
+            return True
+    c.consume(s, end)
+    return True
+
+
 def _pairs(c: Check, s: int, e: int, op: str, k: float, left: list[Mention], right: list[Mention]) -> None:
     txt = c.masked
+    if _chain(c, s, e, op):
+        return
     if not left or not right:
         if left and op in ("gt", "lt") and _REST.match(txt[e:e + 30]):
             _vs_rest(c, left[0], op, s, e)

@@ -241,8 +241,10 @@ def _recognise(c: Check) -> list[_Count]:
         if num.text.lower() == "one" and re.match(r"\s+(?:between|that|which|who|whose|with|for|of|in|on|at|from|"
                                                 r"where|to|among|above|below|after|before)\b", after, re.I):
             continue  # "the one between A and B": a pronoun, not a count
-        if _QUANT_OF.search(before):
-            continue  # "half of the ten themes": read by _quantifiers
+        if _QUANT_OF.search(before) and not (re.search(r"\b(?:all|each|every|both)\s+of\s+(?:the|these|those)\s+$",
+                                                       before, re.I) and _ELLIPTIC.match(after)
+                                             and not _NOUN_AFTER.match(after)):
+            continue  # "half of the ten themes": read by _quantifiers; "each of the three" is the group of three
         if num.text.lower() == "two" and re.search(r"\bno\s+$", before, re.I):
             c.consume(num.start, num.end)
             continue  # "no two themes can be told apart": no pair, not a count
