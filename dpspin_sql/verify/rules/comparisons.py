@@ -289,7 +289,8 @@ def _chain(c: Check, s: int, e: int, op: str) -> bool:
     txt = c.masked
     k = c.sentence_of(s)
     ss = c.sents[k][0]
-    if op not in ("gt", "lt") or not _CHAIN.match(txt, e) or not _EACH.search(txt, max(ss, s - 60), s):
+    tail = _CHAIN.match(txt, e)
+    if op not in ("gt", "lt") or tail is None or not _EACH.search(txt, max(ss, s - 60), s):
         return False
     group: list[Mention] = []
     for lo, hi in ((ss, s), (c.sents[k - 1] if k > 0 else (0, 0))):
@@ -302,7 +303,7 @@ def _chain(c: Check, s: int, e: int, op: str) -> bool:
         group = []
     if len(group) < 2:
         return False
-    end = e + _CHAIN.match(txt, e).end()
+    end = tail.end()
     for a, b in zip(group, group[1:]):
         r = _pair_verdict(c, a, b, op)
         if r:
