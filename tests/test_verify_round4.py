@@ -220,6 +220,13 @@ ROUND7_FORMS = [
                                    "the three is more common than the next.", True),
     ("r6_amazon18_laplace_record", "Pleasant scent is the most common, followed by body wash and shower gel. Each of "
                                    "the four is high.", False),
+    # a yes/no question answered "That is not supported"; "everything else is X except A"
+    ("yelp_gaussian_user", 'Q: Is "outdoor seating" more common than "reasonable price"?\nA: That is not supported.', True),
+    ("yelp_gaussian_user", "Q: Is good food more common than good service?\nA: That is not supported.", False),
+    (AG, 'Pleasant scent, good price and good quality are high. Everything else released is moderate except '
+         '"nail polish" (about 2.7%), which is low.', True),
+    (AG, 'Pleasant scent and good price are high. Everything else released is moderate except "nail polish", which '
+         'is low.', False),
 ]
 
 

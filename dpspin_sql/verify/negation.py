@@ -85,7 +85,10 @@ def _answer(c: Check, s: int) -> str | None:
                 r"reliably|necessarily|detectably|measurably)|it\s+is\s+not|it['’]s\s+not|(?:it\s+is\s+)?unclear|"
                 r"(?:we\s+)?(?:cannot|can['’]t|could\s+not|couldn['’]t)\s+(?:say|tell|be\s+sure)|"
                 r"(?:it['’]?s\s+|it\s+is\s+)?(?:hard|impossible|difficult)\s+to\s+(?:say|tell)|"
-                r"(?:it['’]?s\s+|it\s+is\s+)?too\s+close\s+to\s+call|no\s+way\s+to\s+tell)\b", nxt, re.I):
+                r"(?:it['’]?s\s+|it\s+is\s+)?too\s+close\s+to\s+call|no\s+way\s+to\s+tell|"
+                r"(?:(?:that|it|this|§+)\s+is\s+|(?:that|it)['’]s\s+)?not\s+(?:supported|with\s+(?:any\s+)?confidence|"
+                r"by\s+the\s+(?:plan|release|data))|"
+                r"the\s+(?:plan|release|data)\s+(?:does\s+not|doesn['’]t|cannot|can['’]t)\s+(?:support|show|say))\b", nxt, re.I):
         return "no"
     return None
 

@@ -78,10 +78,37 @@ def _names_the_rule(c: Check, s: int, e: int) -> bool:
             and bool(_RULE_BIN.search(c.masked[max(cs, s - 12):s])))
 
 
+_REST_SUBJECT = re.compile(r"\b(?:everything|every\s+other\s+theme|all\s+(?:the\s+)?(?:other|remaining)\s+themes|"
+                           r"(?:all\s+)?the\s+(?:rest|others)|the\s+remaining\s+themes|all\s+others)\b(?:\s+else)?", re.I)
+_EXCEPT = re.compile(r"\s*,?\s*(?:except(?:\s+for)?|apart\s+from|other\s+than|save\s+for|but\s+not)\b", re.I)
+
+
+def _rest_except(c: Check, names: set, s: int, e: int) -> bool:
+    """"Everything else released is moderate except A, which is low": the bin is claimed of every admitted theme
+    not named before this sentence and not excepted after it; False when the sentence is not of that form."""
+    k = c.sentence_of(s)
+    ss, se = c.sents[k]
+    if not _EXCEPT.match(c.masked, e) or not _REST_SUBJECT.search(c.masked, ss, s):
+        return False
+    excepted = {x for m in c.in_range(e, se) for x in m.atoms}
+    earlier = {x for m in c.in_range(0, ss) for x in m.atoms}
+    for x in c.lex.atoms:
+        if x in excepted or x in earlier:
+            continue
+        b = str(c.atom(x).get("bin", "")).lower()
+        if b not in names:
+            c.add("wrong_bin", s, e, f'"{c.atom(x).get("label")}", not named before and not excepted, is in the '
+                                     f'released "{b}" bin, not "{"/".join(sorted(names))}"')
+            break
+    return True
+
+
 def check(c: Check) -> None:
     _list_predicates(c)
     for names, s, e in bin_predicates(c, 0, len(c.masked)):
         if _names_the_rule(c, s, e):
+            continue
+        if _rest_except(c, names, s, e):
             continue
         k = c.sentence_of(s)
         cs = c.clause_at(s)[0]
