@@ -227,6 +227,11 @@ ROUND7_FORMS = [
          '"nail polish" (about 2.7%), which is low.', True),
     (AG, 'Pleasant scent and good price are high. Everything else released is moderate except "nail polish", which '
          'is low.', False),
+    # a value column whose header states the half-width: "Released mass (±7.8)"
+    ("r4_amazon_gaussian_user", "| # | Theme | Released mass (±7.8) | Bin |\n|---|---|---|---|\n"
+                                "| 1 | good quality | 52.4 | high |\n| 2 | pleasant scent | 48.7 | high |", True),
+    ("r4_amazon_gaussian_user", "| # | Theme | Released mass (±5.1) | Bin |\n|---|---|---|---|\n"
+                                "| 1 | good quality | 52.4 | high |\n| 2 | pleasant scent | 48.7 | high |", False),
 ]
 
 

@@ -27,7 +27,7 @@ import re
 from ..context import Check
 from ..lexicon import Mention
 from ..numeric import number_matches, numbers
-from ..plan import mass, mass_interval, support_interval
+from ..plan import half_width, mass, mass_interval, support_interval
 from ..text import content, stem
 from ..vocab import BIN_PATTERNS, THEME_PUBLIC, bin_word_applies
 
@@ -95,7 +95,16 @@ def _bin_of(c: Check, s: int, e: int) -> list[tuple[str, int, int]]:
     return found
 
 
+# "Released mass (±7.8)": a value column whose header states the plan's half-width
+_HEAD_PM = re.compile(r"\(\s*(?:±|\+/-)\s*(?P<h>[\d.,]+)\s*(?P<pct>%|pp|points?)?\s*\)")
+
+
 def _role_of(header: str, cells: list[str], n_rows: int) -> str:
+    plain = _HEAD_PM.sub("", header)
+    if plain != header:
+        for role in ("share", "mass"):
+            if dict(_ROLES)[role].search(plain.strip(" *_`")):
+                return role
     for role, rx in _ROLES:
         if rx.search(header.strip(" *_`")):
             return role
@@ -123,11 +132,26 @@ def check(c: Check) -> None:
                 if roles[k] == "note" and any(k < len(r) and c.in_range(*r[k]) for r in body):
                     roles[k] = "theme"
                     break
+        for (a, b), role in zip(head, roles):   # "Released mass (±7.8)": the header's half-width is the plan's
+            m = _HEAD_PM.search(text, a, b) if role in ("mass", "share") else None
+            if m:
+                _header_half_width(c, m, role)
         for s, e in table[:2]:   # header and separator: layout, no claims, no names
             c.mask(s, e, " ")
             c.consume(s, e)
         for row in body:
             _row(c, row, roles)
+
+
+def _header_half_width(c: Check, m: re.Match, role: str) -> None:
+    hw = half_width(c.plan)
+    nums = numbers(m.group("h"))
+    d = c.plan.get("public_denominator")
+    want = [] if hw is None else [hw] if role == "mass" else \
+        [100.0 * hw / float(d)] if isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 else []
+    if not nums or not any(number_matches(nums[0], v) for v in want):
+        c.add("unsupported_interval", m.start(), m.end(),
+              f'"{m.group()}" in the {role} column\'s header is not the plan\'s released half-width')
 
 
 def _row(c: Check, row: list[tuple[int, int]], roles: list[str]) -> None:
