@@ -43,6 +43,26 @@ def test_top1_thresholds_never_cost_a_correct_assignment():
     assert (passes & correct).sum() >= ((B[np.arange(200), best] >= f1[best]) & correct).sum()
 
 
+def test_every_keeps_each_positive_score():
+    s = np.array([0.9, 0.8, 0.7, 0.6, 0.2, 0.1, 0.0])
+    y = np.array([1, 0, 1, 1, 0, 0, 0], dtype=bool)
+    assert relevance.top1_cut(s, y, every=True) == (pytest.approx(0.05), 3.0)    # halfway from 0.1 down to 0
+    assert relevance.top1_cut(s, np.zeros(7, bool), every=True) == (math.inf, 0.0)
+
+
+def test_the_rule_that_keeps_more_held_out_hits_is_chosen(tmp_path):
+    """Abstain only when it pays: of the highest cut and no abstention, calibrate keeps the
+    one with more correct assignments on held-out auxiliary records (a tie: the highest)."""
+    con = make_store(tmp_path, cfpb_like(12) + cfpb_like(4, split="target", start=5000))
+    builders.build(con, "metadata", fields=FIELDS, m=10)
+    record = assign.fit_scorer(con, "supervised").calibration
+    got = record["held_out_top1"]
+    chosen = "no abstention" if got["no abstention"] > got["highest cut"] else "highest cut"
+    want = relevance.CRITERION_TEXT["top1-every" if chosen == "no abstention" else "top1"]
+    assert record["criterion"] == want
+    assert got["no abstention"] >= got["highest cut"]          # abstaining never adds a hit
+
+
 def test_category_atoms_are_calibrated_for_top1(tmp_path):
     con = make_store(tmp_path, cfpb_like(12) + cfpb_like(4, split="target", start=5000))
     builders.build(con, "metadata", fields=FIELDS, m=10)
@@ -83,7 +103,7 @@ def test_the_threshold_and_the_model_are_chosen_on_aux_only(tmp_path):
     the vocabularies and the weights are the same bytes."""
     a, b = _pair(tmp_path, _relabel)
     fa, fb = assign.fit_scorer(a, "supervised"), assign.fit_scorer(b, "supervised")
-    assert fa.calibration["criterion"] == relevance.CRITERION_TEXT["top1"]
+    assert fa.calibration["criterion"] in (relevance.CRITERION_TEXT["top1"], relevance.CRITERION_TEXT["top1-every"])
     assert np.array_equal(fa.thresholds, fb.thresholds)
     assert fa.to_bytes() == fb.to_bytes()
     assert not any("qqz" in t for t in fa.vocabulary + (fa.char_vocabulary or []))
