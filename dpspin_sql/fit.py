@@ -40,7 +40,7 @@ def fit(con: duckdb.DuckDBPyConnection, atoms: list[Atom], scorer: str, **opts) 
 
 
 # The supervised scorer's defaults (issue 22, CFPB top-1), chosen by cross-validation on an
-# auxiliary split only (bench/eval_cfpb.py --aux-cv): one-vs-rest linear SVMs on word 1-2-gram
+# auxiliary split only (bench/cfpb_aux_cv.py): one-vs-rest linear SVMs on word 1-2-gram
 # TF-IDF beside character 2-5-gram TF-IDF, C = SVM_C, and the scores of the dictionary's
 # coarser levels (Product, Product / Issue) added to each combination's, times LEVEL_WEIGHT.
 SVM_C = 1.0
