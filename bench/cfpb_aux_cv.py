@@ -62,8 +62,9 @@ def main() -> None:
                              "words+chars": (scorers.stack_views(Xw, Xc), scorers.stack_views(Tw, Tc))}.items():
             for C in (0.1, 0.3, 1.0):
                 coef0, b0, classes = fit.fit_svm(X, y_tr, C)
-                for lw in (0.0, 0.5, 1.0):
-                    coef, b = (coef0, b0) if lw == 0 else fit.add_levels(X, md_tr, classes, coef0, b0, manifest, C, lw)
+                coef1, b1 = fit.add_levels(X, md_tr, classes, coef0, b0, manifest, C, 1.0)
+                for lw in (0.0, 0.5, 1.0):   # the levels' part is linear in its weight
+                    coef, b = coef0 + lw * (coef1 - coef0), b0 + lw * (b1 - b0)
                     margins = np.asarray(T @ np.asarray(coef).T) + b
                     cols = classes >= 0
                     pred = classes[cols][margins[:, cols].argmax(1)]
