@@ -28,7 +28,7 @@ VARIANTS = {
     "supervised": ("supervised", {}),
     "supervised (no renormalise)": ("supervised", {"renormalise": False}),
     "supervised (no char n-grams)": ("supervised", {"char": False}),
-    "supervised (logistic, before issue 22's top-1 work)": ("supervised", {"model": "logistic"}),
+    "supervised (logistic: before the top-1 work)": ("supervised", {"model": "logistic"}),
     "embedding": ("embedding", {"centroid": False}),
     "embedding+centroids": ("embedding", {}),
     "embedding-supervised (emb)": ("embedding-supervised", {"features": "embedding"}),
