@@ -23,7 +23,8 @@ issue 22), extracted into a temporary directory and imported in a child process;
 runs this checkout. Both read the same files under ../shared/data.
 
     nice .venv/bin/python bench/bench_fidelity.py [--datasets cfpb,amazon,yelp,amazon2018]
-        [--scorers default,similarity,embedding] [--before REF | --no-before] [--seeds 3] [--json OUT]
+        [--scorers default,similarity,embedding] [--before REF | --no-before] [--seeds 3] [--split-seed 1]
+        [--json OUT]
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def normalise(text: str | None) -> str:
 
 # -- one side, one corpus (child process) ---------------------------------------------
 
-def child(side: str, dataset: str, scorers: list[str], seeds: int, workdir: Path, out: Path) -> None:
+def child(side: str, dataset: str, scorers: list[str], seeds: int, workdir: Path, out: Path,
+          split_seed: int = 1) -> None:
     import numpy as np
     from scipy.stats import spearmanr
 
@@ -104,7 +106,7 @@ def child(side: str, dataset: str, scorers: list[str], seeds: int, workdir: Path
     load = [str(DATA / a) if a.endswith(".gz") else a for a in spec["load"]]
     steps = [["init", "--db", str(db), "--epsilon-budget", "1000", "--delta-budget", "0.01"],
              ["load", "--db", str(db), *load],
-             ["split", "--db", str(db), "--unit", spec["unit"], "--aux-fraction", "0.5", "--seed", "1"],
+             ["split", "--db", str(db), "--unit", spec["unit"], "--aux-fraction", "0.5", "--seed", str(split_seed)],
              ["atoms", "build", "--db", str(db), *spec["build"]]]
     t0 = time.perf_counter()
     for step in steps:
@@ -121,7 +123,8 @@ def child(side: str, dataset: str, scorers: list[str], seeds: int, workdir: Path
         t = time.perf_counter()
         rep = assign.assign(con, name, K=3)
         assign_s = time.perf_counter() - t
-        row = {"side": side, "dataset": dataset, "scorer": scorer if scorer != "default" else f"default ({rep.scorer})",
+        row = {"side": side, "dataset": dataset, "split_seed": split_seed,
+               "scorer": scorer if scorer != "default" else f"default ({rep.scorer})",
                "m": rep.m, "n_target": rep.n_records, "abstained": round(rep.n_unassigned / max(rep.n_records, 1), 3),
                "assign_s": round(assign_s, 1), "build_s": round(build_s, 1)}
         fid = getattr(rep, "fidelity", None)
@@ -235,11 +238,13 @@ def main() -> None:
     ap.add_argument("--no-before", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--split-seed", type=int, default=1,
+                    help="the seed of `dpspin split` (the README's is 1; others measure on splits nothing was tuned on)")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         side, dataset, scorers, workdir, out = args.child
-        child(side, dataset, scorers.split(","), args.seeds, Path(workdir), Path(out))
+        child(side, dataset, scorers.split(","), args.seeds, Path(workdir), Path(out), args.split_seed)
         return
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
@@ -255,7 +260,8 @@ def main() -> None:
                     env["PYTHONPATH"] = str(code)
                 scorers = "default" if side == "before" else args.scorers
                 started = time.perf_counter()
-                proc = subprocess.run([sys.executable, __file__, "--seeds", str(args.seeds), "--child", side, dataset,
+                proc = subprocess.run([sys.executable, __file__, "--seeds", str(args.seeds),
+                                       "--split-seed", str(args.split_seed), "--child", side, dataset,
                                        scorers, str(work), str(out)], env=env, cwd=tmp, capture_output=True, text=True)
                 if proc.returncode != 0:
                     print(f"{side} {dataset} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)

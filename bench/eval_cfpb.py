@@ -27,6 +27,8 @@ VARIANTS = {
     "similarity+centroids": ("similarity", {}),
     "supervised": ("supervised", {}),
     "supervised (no renormalise)": ("supervised", {"renormalise": False}),
+    "supervised (no char n-grams)": ("supervised", {"char": False}),
+    "supervised (logistic: before the top-1 work)": ("supervised", {"model": "logistic"}),
     "embedding": ("embedding", {"centroid": False}),
     "embedding+centroids": ("embedding", {}),
     "embedding-supervised (emb)": ("embedding-supervised", {"features": "embedding"}),

@@ -19,9 +19,16 @@ what the labels for calibration and fidelity are:
 records are taken *out of fold* (5 folds by a hash of the record id: each fold scored by
 a scorer fitted on the other four, `fit_on`), so an atom's centroid or a classifier never
 scores the records it was fitted on. Per atom, the threshold is the score cut that
-maximises F1 of "score ≥ threshold" against the labels on those out-of-fold scores; an
-atom with fewer than `MIN_POSITIVES` labelled records takes the cut fitted on all atoms'
-scores pooled; where no record is labelled at all the threshold is +inf (never reached).
+maximises F1 of "score ≥ threshold" against the labels on those out-of-fold scores —
+except for exclusive categories (metadata atoms: a record has one, its best-scoring atom),
+where it maximises top-1 accuracy, an abstaining record counting as a miss: every cut at
+or below an atom's lowest-scoring correct out-of-fold assignment keeps all of them
+(`top1_cut`); the highest such cut is taken (records scoring below every correct one
+abstain) unless the lowest (no abstention) gives more correct assignments on held-out
+auxiliary records (nested, as the fidelity below) — abstain only when it pays. The
+calibration record keeps both held-out figures. An atom with fewer than
+`MIN_POSITIVES` labelled records takes the cut fitted on all atoms' scores pooled; where
+no record is labelled at all the threshold is +inf (never reached).
 
 **Fidelity.** The same rule applied to held-out scores with thresholds fitted without
 that fold (nested: fold f's assignments use thresholds fitted on the other folds' scores),
@@ -136,11 +143,40 @@ def best_cut(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return (cut + nxt) / 2 if nxt < cut and (cut + nxt) / 2 > 0 else cut, float(f1[best])
 
 
-def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusive: bool = False) -> np.ndarray:
+def top1_cut(s: np.ndarray, y: np.ndarray, *, every: bool = False) -> tuple[float, float]:
+    """(threshold, top-1 hits) of a cut "s ≥ threshold" that keeps the most records with y
+    true (each a correct top-1 assignment). Every cut at or below the lowest-scoring
+    correct record keeps them all; this is the highest such cut (only records scoring below
+    every correct one abstain: it costs no hit on these scores), or with `every` the lowest
+    (every record with a positive score is kept: no abstention). Halfway down to the next
+    lower score as in `best_cut`; (inf, 0) when no labelled record scores above 0."""
+    s = np.asarray(s, dtype=np.float64)
+    y = np.asarray(y, dtype=bool)
+    pos = np.isfinite(s) & (s > 0)
+    if not (pos & y).any():
+        return float("inf"), 0.0
+    cut = float(s[pos].min() if every else s[pos & y].min())
+    lower = s[np.isfinite(s) & (s < cut)]
+    nxt = max(float(lower.max()) if lower.size else cut, 0.0)
+    return ((cut + nxt) / 2 if nxt < cut and (cut + nxt) / 2 > 0 else cut), float((pos & y).sum())
+
+
+def _top1_every(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    return top1_cut(s, y, every=True)
+
+
+CRITERIA = {"f1": best_cut, "top1": top1_cut, "top1-every": _top1_every}
+
+
+def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusive: bool = False,
+                   criterion: str = "f1") -> np.ndarray:
     """Per-atom thresholds on scores S (n × m) against labels Y (see the module doc).
 
     `exclusive`: a record can only express its best-scoring atom, so each atom's cut is
-    fitted on the records it is the best of (its other scores never assign it)."""
+    fitted on the records it is the best of (its other scores never assign it).
+    `criterion`: "f1" (the cut with the highest F1, `best_cut`), "top1" (the highest cut
+    that loses no correct top-1 assignment, `top1_cut`) or "top1-every" (the lowest one)."""
+    cut_of = CRITERIA[criterion]
     S = S.toarray() if sparse.issparse(S) else np.array(S, dtype=np.float64)
     Y = np.asarray(Y, dtype=bool)
     if exclusive and S.size:
@@ -149,10 +185,10 @@ def fit_thresholds(S, Y: np.ndarray, min_positives: int = MIN_POSITIVES, exclusi
     tau = np.full(m, np.inf)
     enough = Y.sum(axis=0) >= min_positives
     for j in np.flatnonzero(enough):
-        tau[j] = best_cut(S[:, j], Y[:, j])[0]
+        tau[j] = cut_of(S[:, j], Y[:, j])[0]
     rest = ~enough
     if rest.any() and Y.any():
-        pooled, _ = best_cut(S.reshape(-1), Y.reshape(-1))
+        pooled, _ = cut_of(S.reshape(-1), Y.reshape(-1))
         tau[rest] = pooled
     return tau
 
@@ -274,23 +310,65 @@ def calibrate(full: scorers.Scorer, fit_on: Callable[[list[str], list], scorers.
             S[test] = _dense(part.raw_scores([texts[i] for i in test]))
     exclusive = definition.exclusive
     kept = 1 if exclusive else None
-    tau = fixed if fixed is not None else fit_thresholds(S, Y, exclusive=exclusive)
-    W = np.zeros((n, m))
-    for f in range(n_folds):
-        test, train = fold == f, fold != f
-        tau_f = fit_thresholds(S[train], Y[train], exclusive=exclusive) if n_folds > 1 and fixed is None else tau
-        held = scorers.best_only(S[test]) if exclusive else S[test]
-        W[test] = weights_of(held, tau_f, int(K), full.renormalise, keep=kept)
+
+    def held_out_weights(criterion: str) -> np.ndarray:
+        """Fold f's records assigned with thresholds fitted on the other folds' scores (nested)."""
+        W = np.zeros((n, m))
+        for f in range(n_folds):
+            test, train = fold == f, fold != f
+            tau_f = (fit_thresholds(S[train], Y[train], exclusive=exclusive, criterion=criterion)
+                     if n_folds > 1 and fixed is None else tau)
+            held = scorers.best_only(S[test]) if exclusive else S[test]
+            W[test] = weights_of(held, tau_f, int(K), full.renormalise, keep=kept)
+        return W
+
+    criterion = criterion_of(definition)
+    tau = np.zeros(0)
+    choice = None
+    if criterion == "top1" and fixed is None:
+        # abstain only when it pays: the highest cut is kept unless the lowest (no abstention)
+        # gives more correct assignments on held-out auxiliary records (an abstention is a miss)
+        hits = {}
+        for c in ("top1", "top1-every"):
+            tau = fit_thresholds(S, Y, exclusive=exclusive, criterion=c)
+            hits[c] = int(((held_out_weights(c) > 0) & Y).sum())
+        criterion = "top1-every" if hits["top1-every"] > hits["top1"] else "top1"
+        labelled = int(Y.any(axis=1).sum())
+        choice = {c: (_r(h / labelled) if labelled else None) for c, h in hits.items()}
+    tau = fixed if fixed is not None else fit_thresholds(S, Y, exclusive=exclusive, criterion=criterion)
+    W = held_out_weights(criterion)
     fid = fidelity(W, Y, atoms)
     record = {"definition": definition.kind, "definition_text": definition.text,
               "criterion": ("fixed by the definition (the scorer counts it)" if fixed is not None else
-                            "per atom, the score cut with the highest F1 on out-of-fold auxiliary scores"),
+                            CRITERION_TEXT[criterion]),
               "folds": n_folds, "held_out": bool(held_out), "aux_records": int(n), "K": int(K),
               "exclusive": bool(exclusive),
               "renormalise": bool(full.renormalise), "labelled_atoms": int((Y.sum(axis=0) >= MIN_POSITIVES).sum()),
               "fidelity": fid}
+    if choice is not None:   # held-out auxiliary top-1 of each candidate rule (what chose the criterion)
+        record["held_out_top1"] = {"highest cut": choice["top1"], "no abstention": choice["top1-every"]}
     json.dumps(record)   # plain JSON only (it is saved with the scorer)
     return full.calibrate(tau, record)
+
+
+CRITERION_TEXT = {
+    "f1": "per atom, the score cut with the highest F1 on out-of-fold auxiliary scores",
+    "top1": ("per atom, the highest score cut that keeps every out-of-fold auxiliary record whose best atom it "
+             "correctly is (top-1 accuracy maximised: a record abstains only where no correct auxiliary record "
+             "scored as low)"),
+    "top1-every": ("per atom, the lowest score cut that keeps every out-of-fold auxiliary record whose best atom "
+                   "it correctly is (top-1 accuracy maximised: abstaining below the correct records cost "
+                   "correct assignments on held-out auxiliary records, so a record abstains only when its best "
+                   "atom has no labelled auxiliary record)"),
+}
+
+
+def criterion_of(definition: Definition) -> str:
+    """How thresholds are chosen: exclusive categories (a record has one, its best atom)
+    maximise top-1 accuracy, where an abstaining record is a miss ("top1"; `calibrate`
+    takes "top1-every" instead where that keeps more held-out hits); every other
+    definition (a record may express several atoms, or none) the F1 of each atom."""
+    return "top1" if definition.exclusive else "f1"
 
 
 def _dense(S) -> np.ndarray:

@@ -450,6 +450,98 @@ def tfidf_vectorizer(vocabulary: list[str] | None = None, idf: np.ndarray | None
     return vec
 
 
+# Character n-grams within word boundaries (the supervised scorer's second view of a text:
+# spellings, inflections and the masked `XXXX` spans the word tokens miss).
+CHAR_PARAMS = {"analyzer": "char_wb", "lowercase": True, "sublinear_tf": True, "dtype": np.float32}
+
+
+def char_vectorizer(vocabulary: list[str] | None = None, idf: np.ndarray | None = None,
+                    ngrams: tuple[int, int] = (2, 5), **fit_params):
+    """A character n-gram TF-IDF vectorizer; with vocabulary and idf the fitted one, rebuilt without pickle."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    lo, hi = (int(n) for n in ngrams)
+    if vocabulary is None:
+        return TfidfVectorizer(ngram_range=(lo, hi), **CHAR_PARAMS, **fit_params)
+    vec = TfidfVectorizer(vocabulary={t: i for i, t in enumerate(vocabulary)}, ngram_range=(lo, hi), **CHAR_PARAMS)
+    vec.idf_ = np.asarray(idf, dtype=np.float64)
+    return vec
+
+
+class CharCounter:
+    """Character n-gram counts within word boundaries for a fixed vocabulary: element for
+    element the counts of a fitted `char_wb` vectorizer (sklearn's `_count_vocab`: sorted
+    CSR indices, integer counts), without its per-n-gram loop over every record.
+
+    sklearn's `char_wb` analyzer lowercases the text, splits it on whitespace and counts,
+    for each word w, the n-grams of " " + w + " " — so a record's counts are the sum of its
+    words' counts. Each distinct word of a batch is cut into n-grams once (`word_ngrams`:
+    the same loop as sklearn's), and the records' counts are the product of a records ×
+    words count matrix with a words × n-grams one.
+    """
+
+    def __init__(self, vocabulary: list[str], ngrams: tuple[int, int]):
+        self.index = {t: i for i, t in enumerate(vocabulary)}
+        self.lo, self.hi = (int(n) for n in ngrams)
+
+    def word_ngrams(self, word: str) -> list[str]:
+        """sklearn's `_char_wb_ngrams` on one (lowercased) word."""
+        w = " " + word + " "
+        out = []
+        for n in range(self.lo, self.hi + 1):
+            offset = 0
+            out.append(w[offset:offset + n])
+            while offset + n < len(w):
+                offset += 1
+                out.append(w[offset:offset + n])
+            if offset == 0:      # a word shorter than n is counted once
+                break
+        return out
+
+    def counts(self, texts: list[str], dtype=np.float32) -> sparse.csr_matrix:
+        ids: dict[str, int] = {}
+        tok: list[int] = []
+        indptr = [0]
+        for text in texts:
+            for w in text.lower().split():
+                tok.append(ids.setdefault(w, len(ids)))
+            indptr.append(len(tok))
+        D = sparse.csr_matrix((np.ones(len(tok), dtype=np.int64), np.asarray(tok, dtype=np.int64),
+                               np.asarray(indptr, dtype=np.int64)), shape=(len(texts), len(ids)))
+        D.sum_duplicates()
+        index = self.index
+        rows: list[int] = []
+        cols: list[int] = []
+        for i, w in enumerate(ids):
+            for g in self.word_ngrams(w):
+                j = index.get(g)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+        G = sparse.csr_matrix((np.ones(len(rows), dtype=np.int64), (np.asarray(rows, dtype=np.int64),
+                                                                     np.asarray(cols, dtype=np.int64))),
+                              shape=(len(ids), len(index)))
+        G.sum_duplicates()
+        X = (D @ G).tocsr()
+        X.sum_duplicates()
+        X.eliminate_zeros()
+        X.sort_indices()
+        return X.astype(dtype)
+
+
+def fast_char_transform(vec, texts: list[str], counter: CharCounter):
+    """`vec.transform(texts)` of a fitted `char_vectorizer`, bit for bit, with the counts from a `CharCounter`."""
+    return vec._tfidf.transform(counter.counts(texts, dtype=vec.dtype), copy=False)
+
+
+def stack_views(word, char):
+    """Word and character TF-IDF side by side, each row L2-normalised again (CSR float32)."""
+    from sklearn.preprocessing import normalize
+
+    X = sparse.hstack([word, char], format="csr", dtype=np.float32)
+    return normalize(X, copy=False)
+
+
 def vocabulary_of(vec) -> list[str]:
     return [t for t, _ in sorted(vec.vocabulary_.items(), key=lambda kv: kv[1])]
 
@@ -544,41 +636,72 @@ def softmax_atoms(logits: np.ndarray, cols: np.ndarray, m: int) -> np.ndarray:
 
 
 class SupervisedScorer(_TfidfScorer):
-    """Multinomial logistic regression on TF-IDF; atom class probabilities are the scores.
+    """A linear classifier on TF-IDF; the softmax of its class scores are the atom scores.
 
-    The 'other' class (aux records whose label is not an atom) takes part of each record's
-    probability. By default the kept top-K probabilities are renormalised to sum 1 (a
-    record contributes its full unit); `renormalise=False` keeps the raw probabilities
-    (the behaviour of scorers saved before the option existed).
+    Features: the word TF-IDF vector, and with `char_vocabulary` (scorers fitted since
+    issue 22's top-1 work) also a character n-gram TF-IDF vector beside it, the two rows
+    L2-normalised together (`stack_views`). The weights are the fitted model's, whatever
+    fitted them (multinomial logistic regression, or one-vs-rest linear SVMs summed over
+    a metadata dictionary's levels: dpspin_sql.fit). The 'other' class (aux records whose
+    label is not an atom) takes part of each record's probability. By default the kept
+    top-K probabilities are renormalised to sum 1 (a record contributes its full unit);
+    `renormalise=False` keeps the raw probabilities (the behaviour of scorers saved
+    before the option existed).
     """
 
     kind = "supervised"
     _LEGACY_RENORMALISE = False
 
     def __init__(self, atom_ids, vocabulary, idf, coef, intercept, class_atoms, ngrams: int = 1, *,
-                 renormalise: bool = True):
+                 renormalise: bool = True, char_vocabulary: list[str] | None = None, char_idf=None,
+                 char_ngrams: tuple[int, int] = (2, 5)):
         super().__init__(atom_ids, vocabulary, idf, ngrams, renormalise=renormalise)
-        self.coef = np.asarray(coef, dtype=np.float32)          # C × V
+        self.coef = np.asarray(coef, dtype=np.float32)          # C × V (V: words, then char n-grams)
         self.intercept = np.asarray(intercept, dtype=np.float64)
         self.class_atoms = np.asarray(class_atoms, dtype=np.int64)   # atom id per class, -1 = other
+        self.char_vocabulary = None if char_vocabulary is None else list(char_vocabulary)
+        self.char_idf = None if char_idf is None else np.asarray(char_idf, dtype=np.float64)
+        self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
+        self._char = None
+        if self.char_vocabulary is not None:
+            if self.char_idf is None or self.char_idf.size != len(self.char_vocabulary):
+                raise ValueError("the character vocabulary needs one idf weight per n-gram")
+            self._char = char_vectorizer(self.char_vocabulary, self.char_idf, self.char_ngrams)
+            self._char_counter = CharCounter(self.char_vocabulary, self.char_ngrams)
+        width = len(self.vocabulary) + (len(self.char_vocabulary) if self.char_vocabulary is not None else 0)
+        if self.coef.ndim != 2 or self.coef.shape[1] != width:
+            raise ValueError(f"coef has {self.coef.shape[-1]} columns for {width} features")
         col = {int(a): j for j, a in enumerate(self.atom_ids)}
         self._cols = np.array([col.get(int(a), -1) for a in self.class_atoms])
         self._coef_T = np.ascontiguousarray(self.coef.T)       # V × C: the product reads rows of it
 
-    def _score_matrix(self, texts):
+    def features(self, texts: list[str]):
+        """The feature rows the weights apply to (word TF-IDF, or word beside char n-grams)."""
         X = self.transform(texts)
+        if self._char is None:
+            return X
+        return stack_views(X, fast_char_transform(self._char, texts, self._char_counter))
+
+    def _score_matrix(self, texts):
+        X = self.features(texts)
         logits = np.asarray(X @ self._coef_T, dtype=np.float64)
         logits += self.intercept
         return softmax_atoms(logits, self._cols, len(self.atom_ids))
 
     def state(self):
         meta, arrays = self._base_state()
-        return meta, dict(arrays, coef=self.coef, intercept=self.intercept, class_atoms=self.class_atoms)
+        arrays = dict(arrays, coef=self.coef, intercept=self.intercept, class_atoms=self.class_atoms)
+        if self.char_vocabulary is not None:
+            meta = dict(meta, char_vocabulary=self.char_vocabulary, char_ngrams=list(self.char_ngrams))
+            arrays["char_idf"] = self.char_idf
+        return meta, arrays
 
     @classmethod
     def from_state(cls, meta, arrays):
         return cls(arrays["atom_ids"], meta["vocabulary"], arrays["idf"], arrays["coef"], arrays["intercept"],
-                   arrays["class_atoms"], meta.get("ngrams", 1), renormalise=cls._renormalise_of(meta))
+                   arrays["class_atoms"], meta.get("ngrams", 1), renormalise=cls._renormalise_of(meta),
+                   char_vocabulary=meta.get("char_vocabulary"), char_idf=arrays.get("char_idf"),
+                   char_ngrams=tuple(meta.get("char_ngrams", (2, 5))))
 
 
 SCORERS: dict[str, type[Scorer]] = {"keyword": KeywordScorer, "similarity": SimilarityScorer,

@@ -81,6 +81,12 @@ def reference_scores(scorer, texts):
     X = scorer.vectorizer.transform(texts)
     if isinstance(scorer, scorers.SimilarityScorer):
         return np.asarray((X @ scorer.atom_matrix.T).todense(), dtype=np.float64)
+    if getattr(scorer, "char_vocabulary", None) is not None:     # word and char n-gram views, rows L2-normalised
+        from scipy import sparse
+        from sklearn.preprocessing import normalize
+
+        C = scorers.char_vectorizer(scorer.char_vocabulary, scorer.char_idf, scorer.char_ngrams).transform(texts)
+        X = normalize(sparse.hstack([X, C], format="csr", dtype=np.float32))
     logits = np.asarray(X @ scorer.coef.T, dtype=np.float64) + scorer.intercept
     logits -= logits.max(axis=1, keepdims=True)
     proba = np.exp(logits)
