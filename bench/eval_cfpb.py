@@ -27,7 +27,7 @@ VARIANTS = {
     "similarity+centroids": ("similarity", {}),
     "supervised": ("supervised", {}),
     "supervised (no renormalise)": ("supervised", {"renormalise": False}),
-    "supervised (no char n-grams)": ("supervised", {"char": False}),
+    "supervised (char n-grams)": ("supervised", {"char": True}),
     "supervised (logistic: before the top-1 work)": ("supervised", {"model": "logistic"}),
     "embedding": ("embedding", {"centroid": False}),
     "embedding+centroids": ("embedding", {}),

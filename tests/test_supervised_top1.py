@@ -68,7 +68,7 @@ def test_category_atoms_are_calibrated_for_top1(tmp_path):
     builders.build(con, "metadata", fields=FIELDS, m=10)
     fitted = assign.fit_scorer(con, "supervised")
     assert fitted.exclusive and "top-1" in fitted.calibration["criterion"]
-    assert fitted.char_vocabulary                     # word and character views
+    assert fitted.char_vocabulary is None             # words only by default (char=True adds characters)
     report = assign.assign(con, fitted, K=3)
     assert report.n_unassigned == 0                   # every target record has its category's words: none abstains
     ev = assign.evaluate(con, K=3)
