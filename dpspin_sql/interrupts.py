@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +61,7 @@ class _State:
         self.depth = 0                       # nesting of deferred() in the main thread
         self.status = ""
         self.previous: dict[int, object] = {}
+        self.previous_hook = sys.unraisablehook
 
 
 _STATE = _State()
@@ -137,6 +139,18 @@ def _again(signum: int) -> None:
     timer.start()
 
 
+def _unraisable(u) -> None:
+    """`sys.unraisablehook` while handling: an `Interrupted` raised inside code whose exceptions Python
+    swallows — a weakref callback, a `__del__`, a GC callback (the handler runs in whatever frame
+    the main thread is in) — is not lost, nor printed as "Exception ignored": the signal is
+    delivered again 20 ms later, to a frame it can stop."""
+    if isinstance(u.exc_value, Interrupted):
+        _STATE.raised = False
+        _again(u.exc_value.signum)
+        return
+    _STATE.previous_hook(u)
+
+
 @contextmanager
 def handling() -> Iterator[None]:
     """Install the handlers for SIGINT and SIGTERM for the duration (main thread only;
@@ -147,6 +161,7 @@ def handling() -> Iterator[None]:
     st = _STATE
     st.pending, st.raised, st.depth, st.status = None, False, 0, ""
     st.previous = {s: signal.signal(s, _handler) for s in _SIGNALS}
+    st.previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     st.installed = True
     try:
         yield
@@ -154,6 +169,7 @@ def handling() -> Iterator[None]:
         st.installed = False
         for s, h in st.previous.items():
             signal.signal(s, h)  # type: ignore[arg-type]
+        sys.unraisablehook = st.previous_hook
 
 
 class Hold:
