@@ -220,7 +220,15 @@ def _has_tables(db: Path) -> bool:
 def _handles_signals(pid: int) -> bool:
     """Whether the process catches SIGTERM yet (/proc/PID/status SigCgt): dpspin's entry
     point has installed its handlers. Before that moment the process is only a Python
-    interpreter starting up."""
+    interpreter starting up — or, between fork and exec, still a copy of this test process,
+    whose handlers it would show until exec resets them: so the command line must already be
+    dpspin's."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if str(DPSPIN).encode() not in fh.read().split(b"\0"):   # exec'd: the script is an argument
+                return False
+    except OSError:
+        return False
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
