@@ -638,8 +638,8 @@ def softmax_atoms(logits: np.ndarray, cols: np.ndarray, m: int) -> np.ndarray:
 class SupervisedScorer(_TfidfScorer):
     """A linear classifier on TF-IDF; the softmax of its class scores are the atom scores.
 
-    Features: the word TF-IDF vector, and with `char_vocabulary` (scorers fitted since
-    issue 22's top-1 work) also a character n-gram TF-IDF vector beside it, the two rows
+    Features: the word TF-IDF vector, and with `char_vocabulary` (scorers fitted with
+    `fit.fit_on(..., char=True)`) also a character n-gram TF-IDF vector beside it, the two rows
     L2-normalised together (`stack_views`). The weights are the fitted model's, whatever
     fitted them (multinomial logistic regression, or one-vs-rest linear SVMs summed over
     a metadata dictionary's levels: dpspin_sql.fit). The 'other' class (aux records whose
