@@ -232,6 +232,15 @@ ROUND7_FORMS = [
                                 "| 1 | good quality | 52.4 | high |\n| 2 | pleasant scent | 48.7 | high |", True),
     ("r4_amazon_gaussian_user", "| # | Theme | Released mass (±5.1) | Bin |\n|---|---|---|---|\n"
                                 "| 1 | good quality | 52.4 | high |\n| 2 | pleasant scent | 48.7 | high |", False),
+    # numbers in an answer are the question's themes'; the unit's definition; the selection's scale; a gap idiom
+    ("yelp_gaussian_user", 'Q: Is "outdoor seating" more common than "reasonable price"?\nA: That is not supported: '
+                           "about 154 against about 135 is a gap under the margin.", True),
+    ("yelp_gaussian_user", 'Q: Is "outdoor seating" more common than "reasonable price"?\nA: That is not supported: '
+                           "about 164 against about 135 is a gap under the margin.", False),
+    ("r4_yelp_topl_user", "Unit: user (all of a user's reviews), B = 1, K = 3.", True),
+    ("r4_yelp_topl_user", "All of a user's reviews mention good food.", False),
+    ("r4_yelp_topl_user", "Private top-L: the noisy top-k admission (scale 8) and the Gaussian values (σ ≈ 4.53).", True),
+    ("r4_yelp_topl_user", "Private top-L: the noisy top-k admission (scale 6) and the Gaussian values (σ ≈ 4.53).", False),
 ]
 
 

@@ -54,7 +54,8 @@ _SMALL_WORDS = re.compile(r"\b(?:small|smaller|narrow|slight|negligible|tiny|min
                           r"not\s+(?:statistically\s+)?(?:meaningful|significant|reliable)|within\s+the\s+(?:[\d.,]+\s+)?(?:public\s+)?"
                           r"(?:comparison\s+)?margin|(?:below|under|less\s+than)\s+the\s+(?:[\d.,]+\s+)?(?:public\s+)?"
                           r"(?:comparison\s+)?margin|"
-                          r"indistinguishable|within\s+(?:the\s+)?noise)\b", re.I)
+                          r"indistinguishable|within\s+(?:the\s+)?noise|"
+                          r"(?:not|never)\s+(?:read|put)\s+(?:anything|much|too\s+much|a\s+lot)\s+into)\b", re.I)
 
 
 def _groups(c: Check, s: int, e: int) -> tuple[list[Mention], list[Mention]]:

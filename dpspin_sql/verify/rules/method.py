@@ -118,6 +118,10 @@ def check(c: Check) -> None:
         for key, rx in _BOUND:
             if not rx.search(before) or (num.pct and key not in ("selection_fraction",)):
                 continue   # a percentage right after a field's name is its confidence level or a share, not the field
+            if key == "noise_scale" and field_value(p, "selection_scale") is not None and re.search(
+                    r"\b(?:admission|selection|top-?k|top-?l)\b", txt[max(c.sents[c.sentence_of(s)][0], s - 60):s], re.I) \
+                    and not re.search(r"σ|sigma|standard\s+deviation|gaussian", txt[max(0, s - 12):s], re.I):
+                key = "selection_scale"   # "the noisy top-k admission (scale 8)": the selection's scale
             if key == "epsilon":   # "an epsilon of 1 for the selection": the part is named after the number
                 part = _PART_AFTER.match(txt, e)
                 if part:

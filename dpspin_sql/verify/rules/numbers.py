@@ -193,6 +193,8 @@ def check(c: Check) -> None:
                 c.add("unsupported_number", s, e, f'"{num.text}" does not answer the question\'s count of the plan\'s themes')
             continue
         att = c.attach(s, e)
+        if all(m.anaphor for m in att) and _asked_theme_value(c, num):
+            continue   # "Q: Is A more common than B? A: Not clearly: about 154 against about 135"
         each = [[m] for m in att] if c.plural(att) else [att]  # a plural anaphor states the value for each theme
         if all(any(number_matches(num, v) for v in atom_values(c, g, num)) for g in each) or is_metadata(c, num):
             continue
@@ -202,6 +204,16 @@ def check(c: Check) -> None:
 
 _GAP = re.compile(r"\b(?:gap|gaps|difference|differences|differ|differs|apart|separat\w*|leads?|led|trails?|by|margin\s+of|"
                   r"above|below|ahead|behind|clears?|cleared|short\s+of)\b", re.I)
+
+
+def _asked_theme_value(c: Check, num: Num) -> bool:
+    """In an answer that names no theme, a number may state a value of a theme the question named."""
+    k = c.sentence_of(num.start)
+    named = [m for m in c.in_range(*c.sents[k]) if not m.anaphor] if k > 0 else []
+    if k == 0 or named or not c.masked[c.sents[k - 1][0]:c.sents[k - 1][1]].rstrip().endswith("?"):
+        return False
+    asked = c.in_range(*c.sents[k - 1])
+    return any(number_matches(num, v) for m in asked for v in atom_values(c, [m], num))
 
 
 _REACHES = re.compile(r"\b(?:reach(?:es|ed)?|touch(?:es|ed)?|includ(?:es|ed)|cross(?:es|ed)|hits?|spans?|"

@@ -39,6 +39,12 @@ def check(c: Check) -> None:
             continue   # "no ordering among them", "each adjacent pair among them": the quantifier is not over records
         if m.group("q") and re.search(r"\bthem$", m.group(), re.I) and _them_are_themes(c, m.start()):
             continue   # "a complaint in two themes gives each of them half of its unit": "them" are themes
+        if m.group("q") and re.match(r"['’]s\b", masked[m.end():]) and \
+                re.search(r"\b(?:a|an|one|each|any|every|single)\s+(?:[a-z-]+\s+)?\w+$", m.group(), re.I) and \
+                (re.search(r"\(\s*$", masked[max(0, m.start() - 3):m.start()]) or
+                 re.search(r"\b(?:unit|level|protect\w*|guarantee\w*|contribut\w*|adjacen\w*|neighbou?r\w*|bound)\b",
+                           masked[c.sents[c.sentence_of(m.start())][0]:m.start()], re.I)):
+            continue   # "user level (all of a user's reviews)": what one unit is, not a claim about the records
         q = re.sub(r"\s+", " ", (m.group("q") or m.group("u")).lower())
         s, e = span_of(c.sents, m.start(), (0, len(masked)))
         if q == "all" and _FRAME.search(masked[s:m.start()]):
