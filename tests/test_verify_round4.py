@@ -241,6 +241,12 @@ ROUND7_FORMS = [
     ("r4_yelp_topl_user", "All of a user's reviews mention good food.", False),
     ("r4_yelp_topl_user", "Private top-L: the noisy top-k admission (scale 8) and the Gaussian values (σ ≈ 4.53).", True),
     ("r4_yelp_topl_user", "Private top-L: the noisy top-k admission (scale 6) and the Gaussian values (σ ≈ 4.53).", False),
+    # a list of ranks with a similarity predicate, checked over the themes at those ranks
+    ("cfpb_gaussian_record", "Differences under the margin are not meaningful, so ranks 7, 8 and 9 are effectively tied.",
+     True),
+    ("cfpb_gaussian_record", "Ranks 1, 2 and 3 are effectively tied.", False),
+    ("cfpb_gaussian_record", "Ranks 7, 8 and 19 are effectively tied.", False),
+    ("cfpb_gaussian_record", "Ranks 7, 8 and 9 are high.", False),
 ]
 
 

@@ -354,4 +354,30 @@ def check(c: Check) -> None:
             taken.append((s, e))
             c.consume(s, e)
             _range(c, int(m.group("a")), int(m.group("b")), s, e)
+    # "ranks 7, 8 and 9 are effectively tied": the list's further ranks are ranks too, within the plan's
+    # only with a similarity predicate, which is checked here over the themes of those ranks
+    for m in _RANK_LIST.finditer(txt):
+        s, e = m.start("more"), m.end("more")
+        ce = min(c.sents[c.sentence_of(m.start())][1], e + 40)   # the list's own commas split clauses
+        if c.overlaps(s, e, taken) or c.is_consumed(s, e) or not _TIED.search(txt, e, ce):
+            continue
+        ranks = [int(x) for x in re.findall(r"\d+", m.group())]
+        by_rank = {int(a.get("rank", 0)): a for a in c.plan["atoms"]}
+        taken.append((m.start(), e))
+        c.consume(m.start(), e)
+        if any(r not in by_rank for r in ranks):
+            c.add("wrong_rank", m.start(), e, f"the plan releases no theme at some of these ranks ({len(by_rank)} released)")
+            continue
+        ms = [mass(by_rank[r]) for r in ranks]
+        if max(ms) - min(ms) >= c.margin:
+            c.add("unsupported_comparison", m.start(), ce, f"the themes at these ranks differ by at least the "
+                  f"comparison margin ({c.margin:g}), so they are not all similar")
     c.rank_spans = taken
+
+
+_RANK_LIST = re.compile(r"\branks\s+\d+(?P<more>(?:\s*,\s*\d+)*\s*,?\s*(?:and|or|&)\s+\d+)\b(?![.,]\d|\s*%)", re.I)
+_TIED = re.compile(r"\b(?:(?:effectively|statistically|essentially|practically)\s+)?(?:tied|similar|indistinguishable|"
+                   r"level|the\s+same|cannot\s+be\s+(?:told\s+apart|distinguished)|not\s+distinguishable)\b", re.I)
+
+
+_RANK_LIST = re.compile(r"\branks\s+\d+(?P<more>(?:\s*,\s*\d+)*\s*,?\s*(?:and|or|&)\s+\d+)\b(?![.,]\d|\s*%)", re.I)
