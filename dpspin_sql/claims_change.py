@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 
-from dpspin_sql.claims import Claim
+from dpspin_sql.claims import Claim, _cap, _fmt
 
-__all__ = ["KINDS", "menu", "render", "side_phrase", "prompt", "KIND_HELP", "INSTRUCTIONS"]
+__all__ = ["KINDS", "menu", "render", "side_phrase", "facts", "prompt", "KIND_HELP", "INSTRUCTIONS"]
 
 KINDS = ("change", "no_change", "top_in")
 SIDES = ("a", "b")
@@ -90,14 +90,6 @@ def side_phrase(comp: dict, which: str) -> str:
     return "in the first release" if which == "a" else "in the second release"
 
 
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
-
-
-def _fmt(x: float) -> str:
-    return f"{x + 0.0:.1f}"
-
-
 def level_phrase(comp: dict) -> str:
     return f"{100 * float(comp.get('confidence', 0.95)):g}%"
 
@@ -136,9 +128,9 @@ def render(claims: list[Claim], comp: dict) -> tuple[str, list[tuple[int, int, l
     return text, spans
 
 
-def prompt(comp: dict, items: list[Claim]) -> str:
-    """The claims-mode user message: each compared theme's two released values and whether
-    its change is supported, the top theme of each side, then the answer format."""
+def facts(comp: dict, items: list[Claim]) -> str:
+    """The comparison as public text for a decoder: each offered theme's two released values
+    and whether its change is supported, and the top theme of each side."""
     pa, pb = side_phrase(comp, "a"), side_phrase(comp, "b")
     lines = [f"Two releases compared: A = {pa}, B = {pb} (family-wise level {level_phrase(comp)})."]
     offered = {c.theme for c in items}
@@ -151,7 +143,10 @@ def prompt(comp: dict, items: list[Claim]) -> str:
     for c in items:
         if c.kind == "top_in":
             lines.append(f"Most common theme in {c.field.upper() if c.field else '?'}: {c.theme}")
-    kinds = [k for k in KINDS if any(c.kind == k for c in items)]
-    lines.append("")
-    lines.append(INSTRUCTIONS.replace("{kinds}", ", ".join(KIND_HELP[k] for k in kinds)))
     return "\n".join(lines)
+
+
+def prompt(comp: dict, items: list[Claim]) -> str:
+    """The claims-mode user message: `facts`, then the answer format."""
+    kinds = [k for k in KINDS if any(c.kind == k for c in items)]
+    return facts(comp, items) + "\n\n" + INSTRUCTIONS.replace("{kinds}", ", ".join(KIND_HELP[k] for k in kinds))

@@ -198,21 +198,13 @@ def comparison_summary(comparison: dict, top: int = 3) -> str:
     """A short faithful summary of a comparison (docs/PLAN.md "Comparisons"): the `top` supported
     changes of atoms in both plans by |difference|, each with both sides' released values; the
     verifier accepts it (tests/test_verify_changes.py)."""
-    rows = sorted((r for r in comparison.get("atoms", []) if r.get("supported")),
-                  key=lambda r: (-abs(float(r["difference"])), r["label"]))[:top]
-    if not rows:
-        return "The comparison does not support a change for any theme at its family-wise level."
-    from dpspin_sql.claims_change import level_phrase, side_phrase
+    from dpspin_sql import claims_change
 
-    pa, pb = side_phrase(comparison, "a"), side_phrase(comparison, "b")
-    level = level_phrase(comparison)
-    lines = []
-    for i, r in enumerate(rows):
-        verb = "rose" if r["change"] == "rose" else "fell"
-        line = (f"{_cap(r['label'])} {verb} from about {_fmt(r['a']['noisy_mass'])} {pa} to about "
-                f"{_fmt(r['b']['noisy_mass'])} {pb}")
-        lines.append(line + (f" at the {level} family-wise level." if i == 0 else "."))
-    return "\n".join(lines)
+    changes = [c for c in claims_change.menu(comparison) if c.kind == "change"][:top]
+    if not changes:
+        return "The comparison does not support a change for any theme at its family-wise level."
+    text, spans = claims_change.render(changes, comparison)   # the claims renderer's sentences, one a line
+    return "\n".join(text[a:b] for a, b, _ in spans)
 
 
 # ---------------------------------------------------------------- LLM
@@ -321,7 +313,7 @@ def plan_prompt(plan: Any) -> str:
     if v.get("kind") == "comparison":
         from dpspin_sql import claims_change
 
-        return claims_change.prompt(v, claims_change.menu(v)).split("\n\n")[0]
+        return claims_change.facts(v, claims_change.menu(v))
     lines = ["Released plan (themes by rank):"]
     for a in v["atoms"]:
         lines.append("- " + _atom_sentence(a))

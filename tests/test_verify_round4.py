@@ -88,10 +88,15 @@ ROUND5_FORMS = [
 
 
 @cache
+def plan_and_atoms(stem: str) -> tuple[dict, list]:
+    """A held-out plan and its dictionary's atoms (the writers saw both)."""
+    p = json.loads((PLANS / f"{stem}.json").read_text(encoding="utf-8"))
+    return p, json.loads((PLANS / f"{stem}.dictionary.json").read_text(encoding="utf-8"))["atoms"]
+
+
 def plan6(name: str) -> tuple[dict, list]:
-    """A round-6 plan and its dictionary's atoms (the writers saw both)."""
-    p = json.loads((PLANS / f"r6_{name}.json").read_text(encoding="utf-8"))
-    return p, json.loads((PLANS / f"r6_{name}.dictionary.json").read_text(encoding="utf-8"))["atoms"]
+    """A round-6 plan (its files are prefixed r6_)."""
+    return plan_and_atoms(f"r6_{name}")
 
 
 CF, A23, A18, YE = "cfpb_topl_record", "amazon23_laplace_user", "amazon18_laplace_record", "yelp_gaussian_user"
@@ -252,7 +257,6 @@ ROUND7_FORMS = [
 
 @pytest.mark.parametrize("name, summary, accepted", ROUND7_FORMS, ids=[f"{i}-{c[0]}" for i, c in enumerate(ROUND7_FORMS)])
 def test_round7_forms(name, summary, accepted):
-    p = json.loads((PLANS / f"{name}.json").read_text(encoding="utf-8"))
-    atoms = json.loads((PLANS / f"{name}.dictionary.json").read_text(encoding="utf-8"))["atoms"]
+    p, atoms = plan_and_atoms(name)
     v = verify(summary, p, dictionary=atoms)
     assert v.accepted == accepted, [x.to_dict() for x in v.violations]

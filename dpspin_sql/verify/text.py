@@ -93,8 +93,7 @@ def soft_breaks_as_spaces(text: str) -> str:
 
 def neutral(text: str) -> str:
     """The summary with markup blanked and soft line breaks made spaces, same length."""
-    out = _MARKUP.sub(lambda m: " " * len(m.group()), text)
-    return _SOFT_BREAK.sub(lambda m: " " * len(m.group()), out)
+    return soft_breaks_as_spaces(_MARKUP.sub(lambda m: " " * len(m.group()), text))
 
 
 # ---------------------------------------------------------------- sentences / clauses

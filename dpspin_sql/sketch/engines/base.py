@@ -53,17 +53,10 @@ def admit(name: str, filters) -> None:
 
 def make_engine(name: str, filters=None, **options) -> Engine:
     """An engine by name (`--engine`): duckdb | spark | postgres."""
-    if name == "duckdb":
-        from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
-
-        return DuckDBEngine(filters)
+    cls = engine_class(name)
     if name == "spark":
-        from dpspin_sql.sketch.engines.spark import SparkEngine
-
-        return SparkEngine(filters, session=options.get("spark"), assign=options.get("spark_assign", "auto"),
-                           master=options.get("spark_master"))
+        return cls(filters, session=options.get("spark"), assign=options.get("spark_assign", "auto"),
+                   master=options.get("spark_master"))
     if name == "postgres":
-        from dpspin_sql.sketch.engines.postgres import PostgresEngine
-
-        return PostgresEngine(filters, pg=options.get("pg"), dsn=options.get("pg_dsn"))
-    raise BadInput(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")
+        return cls(filters, pg=options.get("pg"), dsn=options.get("pg_dsn"))
+    return cls(filters)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..context import Check
-from ..text import content, sentence_start, word_tokens
+from ..text import content, sentence_start, soft_breaks_as_spaces, word_tokens
 from ..vocab import PUBLIC_VOCABULARY
 
 _MONTHS = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
@@ -35,13 +35,8 @@ PATTERNS = [
      re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd|euros?|pounds)\b", re.I)),
     ("named_entity", "a named person", re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Sir|Madam)\.?\s+[A-Z][a-z]+")),
 ]
-# a soft line break inside a quotation (hard-wrapped text: '"good\nprice"'); not a blank line, a list item,
-# a table row, a quote block or a heading, which end a line of text
-_SOFT = r"\n(?![ \t]*(?:\n|[-*•+|>#]|\d+[.)]\s))"
-_SOFT_AT = re.compile(_SOFT)
-QUOTE_RE = re.compile(
-    r"“((?:[^”\n]|S)+)”|\"((?:[^\"\n]|S)+)\"|‘((?:[^’\n]|S)+)’|(?<![\w])'((?:[^'\n]|S){3,}?)'(?![\w])"
-    r"|«\s?((?:[^»\n]|S)+?)\s?»|„((?:[^“”\n]|S)+)[“”]|‹((?:[^›\n]|S)+)›|`((?:[^`\n]|S)+)`".replace("S", _SOFT))
+QUOTE_RE = re.compile(r"“([^”\n]+)”|\"([^\"\n]+)\"|‘([^’\n]+)’|(?<![\w])'([^'\n]{3,}?)'(?![\w])"
+                      r"|«\s?([^»\n]+?)\s?»|„([^“”\n]+)[“”]|‹([^›\n]+)›|`([^`\n]+)`")
 _QUOTE_CHARS = "\"“”‘’'″′"
 _NOT_A_MARK = "\x01"  # a protected quote character: part of a label, or an inch / foot mark
 # public vocabulary: the listed words, and any word whose normalised tokens are all tokens of listed words
@@ -123,7 +118,7 @@ def _quote_marks(c: Check) -> str:
     inch or foot mark — a quote right after a digit ('5" screen', "6' cable", 5'10") when no
     quotation of that kind is open.
     """
-    text, lex = c.text, c.lex
+    text, lex = soft_breaks_as_spaces(c.text), c.lex   # hard-wrapped text: '"good\nprice"' is one quotation
     chars = list(text)
     low = text.lower()
 
@@ -154,7 +149,7 @@ def _quote_marks(c: Check) -> str:
     # inch / foot marks: a straight quote right after a digit that cannot close an open quotation
     open_double = open_single = False
     for i, ch in enumerate(chars):
-        if ch == "\n" and not _SOFT_AT.match(text, i):
+        if ch == "\n":
             open_double = open_single = False
         elif ch in '"″':
             if i > 0 and text[i - 1].isdigit() and not open_double:

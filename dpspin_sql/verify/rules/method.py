@@ -51,6 +51,11 @@ _FIELDS: list[tuple[str, str]] = [
 ]
 _PART_AFTER = re.compile(r"\s*(?:is\s+|was\s+)?(?:spent\s+|used\s+)?(?:for|on|in)\s+(?:the\s+)?"
                         r"(?:(?!for\b|and\b|or\b)[\w-]+\s+){0,2}?(selection|admission|values?|measurement)\b", re.I)
+def _part_key(part: re.Match) -> str:
+    """The ε field of the part `_PART_AFTER` named: the selection's or the values'."""
+    return "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
+
+
 _EPSILON_CUE = re.compile(r"ε|\bepsilon\b|\bprivacy\s+budget\b", re.I)
 _BOUND = [(k, re.compile(r"(?:" + v + r")" + _JOIN + r"$", re.I)) for k, v in _FIELDS]
 
@@ -125,7 +130,7 @@ def check(c: Check) -> None:
             if key == "epsilon":   # "an epsilon of 1 for the selection": the part is named after the number
                 part = _PART_AFTER.match(txt, e)
                 if part:
-                    key = "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
+                    key = _part_key(part)
             v = field_value(p, key)
             if v is None or not _matches(num, v, key):
                 what = "not in the plan" if v is None else f"{v:g}"
@@ -137,7 +142,7 @@ def check(c: Check) -> None:
             k = c.sentence_of(s)
             if part and not num.pct and _EPSILON_CUE.search(txt[c.sents[k][0]:s]):
                 # "a total of ε = 2: 1.0 for the selection and 1.0 for the values": the parts' ε
-                key = "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
+                key = _part_key(part)
                 v = field_value(p, key)
                 if v is not None:
                     if not _matches(num, v, key):
