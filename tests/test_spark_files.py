@@ -148,6 +148,31 @@ def test_the_spark_sketch_over_files_equals_duckdbs(files, spark, monkeypatch, s
     assert own.mass.sum() > 0 and np.count_nonzero(own.mass) >= 3   # not an empty sketch that would match anything
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_folders_spark_wrote_itself_equal_duckdbs_sketch_on_both_engines(files, spark, monkeypatch, fmt):
+    """What a cluster's data looks like: folders Spark wrote (part files, _SUCCESS, .crc), read
+    by their folder on Spark and on DuckDB: one sketch, equal to the single files'."""
+    tmp, path = files
+    monkeypatch.chdir(tmp)
+    for name in ("scores", "reviews"):   # the CSV's themes are labels, as in scores.csv
+        df = (spark.read.parquet(str(tmp / f"{name}.parquet")) if fmt == "parquet" else spark.read.csv(
+            str(tmp / f"{name}.csv"), header=True, multiLine=True, escape='"')).repartition(3)
+        out = str(tmp / f"{name}_by_spark_{fmt}")
+        (df.write.mode("overwrite").parquet(out) if fmt == "parquet"
+         else df.write.mode("overwrite").option("header", True).option("escape", '"').csv(out))
+    folder = tmp / f"scores_by_spark_{fmt}"
+    names = sorted(p.name for p in folder.iterdir())
+    assert "_SUCCESS" in names and any(n.endswith(".crc") for n in names) and sum(n.startswith("part-") for n in names) > 1
+    reader = f"read_{fmt}"
+    statement = (PQ_USER.replace("read_parquet('scores.parquet')", f"{reader}('scores_by_spark_{fmt}')")
+                 .replace("read_parquet('reviews.parquet')", f"{reader}('reviews_by_spark_{fmt}/')"))
+    own, on_spark = sketches(path, statement, spark)
+    if fmt == "parquet":   # the same rows as the single files
+        single, _ = sketches(path, PQ_USER, None)
+        assert np.array_equal(own.mass, single.mass)
+    assert on_spark is not None and np.array_equal(on_spark.mass, own.mass) and own.mass.sum() > 0
+
+
 def test_users_with_auxiliary_records_are_left_out_on_spark(files, spark, monkeypatch):
     tmp, path = files
     monkeypatch.chdir(tmp)

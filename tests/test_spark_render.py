@@ -40,7 +40,7 @@ def test_the_projections_read_views_of_the_files_not_the_files(audited):
     assert files_only(audited.source) is None
     r = render(audited.source)
     assert [f.format for f in r.files] == ["parquet", "parquet"]
-    assert {f.path.rsplit("/", 1)[-1] for f in r.files} == {"scores.parquet", "reviews.parquet"}
+    assert {f.path[0].rsplit("/", 1)[-1] for f in r.files} == {"scores.parquet", "reviews.parquet"}
     for sql in (r.assignments, r.records):
         assert "read_parquet" not in sql.lower() and "parquet`" not in sql.lower()
         assert any(f.view in sql for f in r.files)

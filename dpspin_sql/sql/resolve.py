@@ -18,6 +18,8 @@ what the audit reads as the built-in, and what the sketch's own SQL computes).
 """
 from __future__ import annotations
 
+import glob
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,49 @@ class Found:
                          catalog=exp.to_identifier(self.catalog, quoted=True))
 
 
+MAX_FILES = 10_000
+_SUFFIXES = {"parquet": (".parquet",), "csv": (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt", ".txt.gz")}
+
+
+def _is_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _hidden(name: str) -> bool:
+    """Hadoop's convention, which Spark and Hive follow: _SUCCESS, _metadata, .crc files."""
+    return name.startswith(("_", "."))
+
+
+def dataset_files(path: Path, fmt: str, literal: str) -> list[str]:
+    """The files `literal` names, sorted, each resolved: the file; the part files of a folder
+    (its files ending in .parquet, or .csv/.tsv/.txt with or without .gz; hidden files such as
+    _SUCCESS and .crc skipped; a folder with subfolders, as a partitioned layout has, refused);
+    or the files a glob matches (hidden ones skipped). Empty is an error."""
+    if _is_glob(literal):
+        found = [Path(p) for p in glob.glob(str(path))]
+        files = sorted(str(p.resolve()) for p in found if p.is_file() and not _hidden(p.name))
+        if not files:
+            raise BadInput(f"no {fmt} file matches {literal}")
+    elif path.is_dir():
+        entries = sorted(path.iterdir())
+        subfolders = [e for e in entries if e.is_dir() and not _hidden(e.name)]
+        if subfolders:
+            raise BadInput(f"the folder {literal} has subfolders ({subfolders[0].name}, a partitioned layout?): read "
+                           f"its files with a glob, e.g. read_{fmt}('{literal.rstrip('/')}/*/*{_SUFFIXES[fmt][0]}')")
+        files = [str(e.resolve()) for e in entries if e.is_file() and not _hidden(e.name)
+                 and e.name.lower().endswith(_SUFFIXES[fmt])]
+        if not files:
+            raise BadInput(f"the folder {literal} holds no {fmt} file (no name ending in "
+                           f"{' or '.join(_SUFFIXES[fmt])})")
+    elif path.is_file():
+        files = [str(path)]
+    else:
+        raise BadInput(f"{fmt} file not found: {literal}")
+    if len(files) > MAX_FILES:
+        raise BadInput(f"{literal} names {len(files):,} files; a statement reads at most {MAX_FILES:,}")
+    return files
+
+
 class Catalog:
     """Schema lookups on the connection the release runs on (names and types; rows only of
     public tables). `con` None: a statement without a connection, which can name the store's
@@ -73,6 +118,7 @@ class Catalog:
         self.files_root = Path(files_root if files_root is not None else Path.cwd()).resolve()
         self._path = binder.search_path(con) if con is not None else []
         self._queries: dict[tuple[str, str, str], exp.Expr] = {}
+        self._file_sets: dict[frozenset[str], str] = {}   # a statement's file sets -> their label
         self.public: dict[tuple[str, str, str], Found] = {}
         for name in public or ():
             found = self._public_table(name)
@@ -212,7 +258,10 @@ class Catalog:
     # -- files ------------------------------------------------------------------------------------------
     def file(self, fn: exp.Expr, ctx: Context):
         """(the scan, its columns, its label) of read_parquet/read_csv of one literal path under
-        the files root; a CSV's columns are all read as text and a malformed row is skipped."""
+        the files root: a file, a folder of part files (as Spark, DuckDB and Hive write them) or a
+        glob; a CSV's columns are all read as text and a malformed row is skipped. The files are
+        fixed here (`dataset_files`), every one under the root and with the same columns (each
+        one's schema or header is read, never a row)."""
         fmt = "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
         args = [v for _, v in fn.args.items() if v]
         flat = [a for v in args for a in (v if isinstance(v, list) else [v])]
@@ -220,31 +269,55 @@ class Catalog:
         where = fn if ctx.statement else None
         prefix = "" if ctx.statement else f"{ctx.label}: "
         if literal is None:
-            refuse(f"{prefix}read_{fmt} takes one literal path ('file.{fmt}') and nothing else", where)
+            refuse(f"{prefix}read_{fmt} takes one literal path ('file.{fmt}', a folder or a glob) and nothing else",
+                   where)
         given = Path(literal)
-        path = (given if given.is_absolute() else Path.cwd() / given).resolve()
+        path = Path(os.path.abspath(given if given.is_absolute() else Path.cwd() / given))
+        if not _is_glob(literal):
+            path = path.resolve()
         if not path.is_relative_to(self.files_root):
             refuse(f"{prefix}the file {literal!r} is outside the files root {self.files_root}; a statement reads "
                    "files under it only", where)
-        if not path.is_file():
-            raise BadInput(f"{fmt} file not found: {literal}")
-        text = exp.Literal.string(str(path))
+        files = dataset_files(path, fmt, literal)
+        for f in files:
+            if not Path(f).is_relative_to(self.files_root):
+                refuse(f"{prefix}{literal!r} reaches the file {f} outside the files root {self.files_root} (a "
+                       "link?); a statement reads files under it only", where)
+        label = f"{fmt}:{path}"
+        seen = self._file_sets.setdefault(frozenset(files), label)
+        label = seen   # the same files however they are named: one base relation
+        for other_files, other in self._file_sets.items():
+            if other != label and not other_files.isdisjoint(files):
+                refuse(f"{prefix}{literal!r} and {other.split(':', 1)[1]!r} share files but are not the same files; "
+                       "read each file through one path", where)
+        texts = [exp.Literal.string(f) for f in files]
+        target: exp.Expr = texts[0] if len(texts) == 1 else exp.Array(expressions=texts)
         if fmt == "parquet":
-            scan: exp.Expr = exp.Anonymous(this="read_parquet", expressions=[text])
+            scan: exp.Expr = exp.Anonymous(this="read_parquet", expressions=[target])
         else:   # every column text: the types cannot depend on the rows; a malformed row is skipped
-            delim = "\t" if str(path).lower().removesuffix(".gz").endswith(".tsv") else ","
-            scan = exp.Anonymous(this="read_csv", expressions=[text] + [
+            delim = "\t" if files[0].lower().removesuffix(".gz").endswith(".tsv") else ","
+            scan = exp.Anonymous(this="read_csv", expressions=[target] + [
                 exp.PropertyEQ(this=exp.to_identifier(k), expression=v) for k, v in (
                     ("header", exp.true()), ("all_varchar", exp.true()), ("ignore_errors", exp.true()),
                     ("delim", exp.Literal.string(delim)))])
         table = exp.Table(this=scan)
+        first = self._describe_file(scan, files[0], fmt)
+        for f in files[1:]:
+            if self._describe_file(scan, f, fmt) != first:
+                raise BadInput(f"the {fmt} files of {literal!r} differ in their columns ({files[0]} and {f}): "
+                               "a statement reads files of one schema")
+        return table, first, label
+
+    def _describe_file(self, scan: exp.Expr, path: str, fmt: str) -> list[tuple[str, str]]:
         import duckdb
 
+        one = scan.copy()
+        one.set("expressions", [exp.Literal.string(path)] + list(one.expressions[1:]))
         try:
-            rows = self.con.execute(f"DESCRIBE SELECT * FROM {table.sql('duckdb')}").fetchall()
+            rows = self.con.execute(f"DESCRIBE SELECT * FROM {exp.Table(this=one).sql('duckdb')}").fetchall()
         except duckdb.Error:
             raise BadInput(f"cannot read the {fmt} file {path} (its header or schema)") from None
-        return table, [(r[0], r[1]) for r in rows], f"{fmt}:{path}"
+        return [(r[0], r[1]) for r in rows]
 
     def spark_table(self, fn: exp.Expr, ctx: Context):
         """(the scan, its columns, its label) of spark_table('db.table'): the columns and types

@@ -54,7 +54,7 @@ OWN_TABLES = ("tables of your DuckDB database cannot be read by Spark, files can
 @dataclass
 class _File:
     view: str
-    path: str
+    path: str | tuple[str, ...]   # a Spark table's name, or the files the audit fixed (one or more)
     format: str
     columns: tuple[tuple[str, str], ...]
     delimiter: str = ","
@@ -99,12 +99,12 @@ def render(source: SketchSource) -> _Rendered:
             alias = table.args.get("alias")
             if isinstance(table.this, exp.Anonymous) and table.this.name.lower() in READERS:
                 args = table.this.expressions
-                path = args[0].this
+                paths = tuple(e.this for e in (args[0].expressions if isinstance(args[0], exp.Array) else [args[0]]))
                 delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
                                   and a.this.name.lower() in ("delim", "delimiter")), ",")
-                f = _File(f"{VIEW_PREFIX}file_{len(files)}", path, "parquet" if table.this.name.lower() ==
+                f = _File(f"{VIEW_PREFIX}file_{len(files)}", paths, "parquet" if table.this.name.lower() ==
                           "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
-                if f.format != rel.format or str(path) != str(rel.path):
+                if f.format != rel.format or not paths:
                     raise AssertionError("a projection reads another file than its relation's")
                 files.append(f)
                 name = f.view
@@ -140,16 +140,16 @@ def _csv_frame(spark, f: _File):
     from pyspark.sql.types import StringType, StructField, StructType
 
     schema = StructType([StructField(name, StringType(), True) for name, _ in f.columns])
-    return spark.read.csv(f.path, schema=schema, header=True, enforceSchema=True, sep=f.delimiter, quote='"',
+    return spark.read.csv(list(f.path), schema=schema, header=True, enforceSchema=True, sep=f.delimiter, quote='"',
                           escape='"', multiLine=True, mode="DROPMALFORMED")
 
 
 def _parquet_frame(spark, f: _File):
-    df = spark.read.parquet(f.path)
+    df = spark.read.parquet(*f.path)
     seen = {c.lower() for c in df.columns}
     missing = [name for name, _ in f.columns if name.lower() not in seen]
     if missing:   # the file changed between the audit and the run
-        raise BadInput(f"the parquet file {f.path} has no column {missing[0]!r} on Spark; it was read with it a "
+        raise BadInput(f"the parquet file {f.path[0]} has no column {missing[0]!r} on Spark; it was read with it a "
                        "moment ago (did the file change?): run the statement again")
     return df
 
@@ -157,6 +157,7 @@ def _parquet_frame(spark, f: _File):
 def _table_frame(spark, f: _File):
     from dpspin_sql.sketch.engines.spark_tables import schema_of
 
+    assert isinstance(f.path, str)
     df = spark.table(f.path)
     if [(n.lower(), t) for n, t in schema_of(df)] != [(n.lower(), t) for n, t in f.columns]:
         raise BadInput(f"the Spark table {f.path} has another schema than the one the audit read a moment ago (did "
