@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM (
     SELECT
-      CAST(s.post_id AS TEXT) AS record_id,
+      s.post_id AS record_id,
       CAST(s.stars AS DOUBLE) AS fr0,
       'target' AS split
     FROM shop.posts AS s
@@ -20,7 +20,7 @@ WITH target AS (
     END AS w
   FROM (
     SELECT
-      CAST(s.post_id AS TEXT) AS record_id,
+      s.post_id AS record_id,
       TRY_CAST(s.topic AS INT) AS atom_id,
       CAST(s.w AS DOUBLE) AS weight,
       CAST(s.w AS DOUBLE) AS fa0

@@ -3,7 +3,7 @@ WITH target AS (
     record_id
   FROM (
     SELECT
-      CAST(s.post_id AS VARCHAR) AS record_id,
+      s.post_id AS record_id,
       CAST(s.stars AS DOUBLE PRECISION) AS fr0,
       'target' AS split
     FROM shop.posts AS s
@@ -23,7 +23,7 @@ WITH target AS (
     END AS w
   FROM (
     SELECT
-      CAST(s.post_id AS VARCHAR) AS record_id,
+      s.post_id AS record_id,
       CASE
         WHEN s.topic >= -2147483648 AND s.topic <= 2147483647
         THEN CAST(s.topic AS INT)

@@ -4,7 +4,7 @@ WITH target AS (
     user_id
   FROM (
     SELECT
-      CAST(s.review_id AS VARCHAR) AS record_id,
+      s.review_id AS record_id,
       CAST(s.author AS VARCHAR) AS user_id,
       'target' AS split
     FROM reviews AS s
@@ -33,7 +33,7 @@ WITH target AS (
     END AS w
   FROM (
     SELECT
-      CAST(s.review_id AS VARCHAR) AS record_id,
+      s.review_id AS record_id,
       d.atom_id AS atom_id,
       CAST(s.score AS DOUBLE PRECISION) AS weight,
       CAST(s.score AS DOUBLE PRECISION) AS fa0
