@@ -2,7 +2,8 @@
 read_parquet / read_csv of a folder of part files (as Spark, DuckDB and Hive write them) or of a
 glob, beside one file.
 
-- the same rows as one table, one Parquet file, a DuckDB-written folder, a Spark-style folder
+- the same rows as one table, one Parquet file, a DuckDB-written folder, a Hive folder (part
+  files without a suffix), a Spark-style folder
   (part-*.snappy.parquet beside _SUCCESS and .crc files), a glob, and a folder of CSV parts
   (each with its header, CRLF): one sketch, integer for integer;
 - the same files named two ways are one base relation (a join of them is read as a self-join
@@ -63,6 +64,10 @@ def data(tmp_path, monkeypatch):
                     f"'{spark}/part-0000{k}-6c1e-c000.snappy.parquet' (FORMAT parquet, COMPRESSION snappy)")
         (spark / f".part-0000{k}-6c1e-c000.snappy.parquet.crc").write_bytes(b"crc\x00")
     (spark / "_SUCCESS").write_bytes(b"")
+    hive = tmp_path / "scores_hive"   # Hive's part files have no suffix
+    hive.mkdir()
+    for k in range(2):
+        con.execute(f"COPY (FROM mine.scores WHERE review_id % 2 = {k}) TO '{hive}/00000{k}_0' (FORMAT parquet)")
     # CSV parts, each with its header, CRLF as the csv module writes them
     csv_dir = tmp_path / "reviews_csv"
     csv_dir.mkdir()
@@ -93,6 +98,7 @@ LAYOUTS = {
     "duckdb folder": ("read_parquet('scores_duck')", "read_parquet('reviews.parquet')"),
     "spark folder": ("read_parquet('scores_spark/')", "read_parquet('reviews.parquet')"),
     "glob": ("read_parquet('scores_spark/part-*.parquet')", "read_parquet('reviews.parquet')"),
+    "hive folder": ("read_parquet('scores_hive')", "read_parquet('reviews.parquet')"),
     "csv parts": ("read_parquet('scores_duck/*.parquet')", "read_csv('reviews_csv')"),
 }
 
@@ -103,10 +109,11 @@ def test_every_layout_of_the_same_rows_gives_the_tables_sketch(data, layout):
     scores, reviews = LAYOUTS[layout]
     audited, files = sketch_of(data, USER.format(scores=scores, reviews=reviews))
     assert tables.sum() > 0 and np.array_equal(tables, files)
-    n_files = {"one file": 1, "duckdb folder": len(os.listdir(data.parent / "scores_duck")),
-               "spark folder": 4, "glob": 4, "csv parts": len(os.listdir(data.parent / "scores_duck"))}[layout]
     scan = audited.source.assignments.select.sql("duckdb")
-    assert scan.count(".parquet'") == n_files and "_SUCCESS" not in scan and ".crc" not in scan
+    n_files = {"one file": 1, "duckdb folder": len(os.listdir(data.parent / "scores_duck")), "spark folder": 4,
+               "glob": 4, "hive folder": 2, "csv parts": len(os.listdir(data.parent / "scores_duck"))}[layout]
+    named = scan.count(".parquet'") + scan.count("_0'")
+    assert named == n_files and "_SUCCESS" not in scan and ".crc" not in scan
     assert n_files > 1 or layout == "one file"
 
 
@@ -139,6 +146,7 @@ def test_the_same_files_named_two_ways_are_one_relation(data):
 
 BAD = [
     ("read_parquet('empty_dir')", 2, "holds no parquet file"),
+    ("read_parquet('not_parquet')", 2, "cannot read the parquet file"),
     ("read_parquet('scores_spark/nothing-*.parquet')", 2, "no parquet file matches"),
     ("read_parquet('partitioned')", 2, "subfolders"),
     ("read_parquet('mixed')", 2, "differ in their columns"),
@@ -151,6 +159,9 @@ BAD = [
 def test_bad_datasets_are_one_line_and_charge_nothing(data, tmp_path, tmp_path_factory, capsys, scores, code, reason):
     (tmp_path / "empty_dir").mkdir()
     (tmp_path / "empty_dir" / "_SUCCESS").write_bytes(b"")
+    (tmp_path / "not_parquet").mkdir()
+    shutil.copy(tmp_path / "scores.parquet", tmp_path / "not_parquet" / "part-0.parquet")
+    (tmp_path / "not_parquet" / "README.txt").write_text("notes\n", encoding="utf-8")
     part = tmp_path / "partitioned" / "theme=app crash"
     part.mkdir(parents=True)
     shutil.copy(tmp_path / "scores.parquet", part / "part-0.parquet")

@@ -60,7 +60,6 @@ class Found:
 
 
 MAX_FILES = 10_000
-_SUFFIXES = {"parquet": (".parquet",), "csv": (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt", ".txt.gz")}
 
 
 def _is_glob(text: str) -> bool:
@@ -73,10 +72,11 @@ def _hidden(name: str) -> bool:
 
 
 def dataset_files(path: Path, fmt: str, literal: str) -> list[str]:
-    """The files `literal` names, sorted, each resolved: the file; the part files of a folder
-    (its files ending in .parquet, or .csv/.tsv/.txt with or without .gz; hidden files such as
-    _SUCCESS and .crc skipped; a folder with subfolders, as a partitioned layout has, refused);
-    or the files a glob matches (hidden ones skipped). Empty is an error."""
+    """The files `literal` names, sorted, each resolved: the file; the files of a folder, as
+    Spark reads one (every file but the hidden ones: _SUCCESS, _metadata, .crc; Hive's part
+    files have no suffix; a folder with subfolders, as a partitioned layout has, refused); or
+    the files a glob matches (hidden ones skipped). Empty is an error; a file that is not of
+    the format is refused when its schema is read."""
     if _is_glob(literal):
         found = [Path(p) for p in glob.glob(str(path))]
         files = sorted(str(p.resolve()) for p in found if p.is_file() and not _hidden(p.name))
@@ -87,12 +87,10 @@ def dataset_files(path: Path, fmt: str, literal: str) -> list[str]:
         subfolders = [e for e in entries if e.is_dir() and not _hidden(e.name)]
         if subfolders:
             raise BadInput(f"the folder {literal} has subfolders ({subfolders[0].name}, a partitioned layout?): read "
-                           f"its files with a glob, e.g. read_{fmt}('{literal.rstrip('/')}/*/*{_SUFFIXES[fmt][0]}')")
-        files = [str(e.resolve()) for e in entries if e.is_file() and not _hidden(e.name)
-                 and e.name.lower().endswith(_SUFFIXES[fmt])]
+                           f"its files with a glob, e.g. read_{fmt}('{literal.rstrip('/')}/*/*')")
+        files = [str(e.resolve()) for e in entries if e.is_file() and not _hidden(e.name)]
         if not files:
-            raise BadInput(f"the folder {literal} holds no {fmt} file (no name ending in "
-                           f"{' or '.join(_SUFFIXES[fmt])})")
+            raise BadInput(f"the folder {literal} holds no {fmt} file (only hidden ones, if any)")
     elif path.is_file():
         files = [str(path)]
     else:
