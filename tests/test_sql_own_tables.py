@@ -252,7 +252,7 @@ REFUSED = [
     (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
      "FROM read_parquet(['scores.parquet']) GROUP BY theme", 1, "literal path"),
     (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
-     "FROM read_json('scores.json') GROUP BY theme", 1, "read_parquet('path') and read_csv('path')"),
+     "FROM read_json('scores.json') GROUP BY theme", 1, "read_parquet('path'), read_csv('path') and delta_scan('path')"),
     (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS ({OPTS}, record_id_column = review_id) theme, DPSPIN_MASS(score) "
      "FROM read_csv('/etc/passwd') GROUP BY theme", 1, "outside the files root"),
     # a unit column that doesn't exist; a unit on the assignments side of a join

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from dpspin_sql.errors import BadInput
 from dpspin_sql.sql import binder
+from dpspin_sql.sql.delta import is_delta_scan
 from dpspin_sql.sql.errors import refuse
 from dpspin_sql.sql.rowwise import Context, Derived, Expander, kind_of
 
@@ -260,14 +261,16 @@ class Catalog:
         glob; a CSV's columns are all read as text and a malformed row is skipped. The files are
         fixed here (`dataset_files`), every one under the root and with the same columns (each
         one's schema or header is read, never a row)."""
-        fmt = "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
-        args = [v for _, v in fn.args.items() if v]
+        delta = is_delta_scan(fn)
+        fmt = "delta" if delta else "parquet" if isinstance(fn, exp.ReadParquet) else "csv"
+        args = [fn.expressions] if delta else [v for _, v in fn.args.items() if v]
         flat = [a for v in args for a in (v if isinstance(v, list) else [v])]
         literal = flat[0].this if len(flat) == 1 and isinstance(flat[0], exp.Literal) and flat[0].is_string else None
         where = fn if ctx.statement else None
         prefix = "" if ctx.statement else f"{ctx.label}: "
         if literal is None:
-            refuse(f"{prefix}read_{fmt} takes one literal path ('file.{fmt}', a folder or a glob) and nothing else",
+            refuse(f"{prefix}delta_scan takes one literal path (the table's folder) and nothing else" if delta else
+                   f"{prefix}read_{fmt} takes one literal path ('file.{fmt}', a folder or a glob) and nothing else",
                    where)
         given = Path(literal)
         path = Path(os.path.abspath(given if given.is_absolute() else Path.cwd() / given))
@@ -276,7 +279,10 @@ class Catalog:
         if not path.is_relative_to(self.files_root):
             refuse(f"{prefix}the file {literal!r} is outside the files root {self.files_root}; a statement reads "
                    "files under it only", where)
-        files = dataset_files(path, fmt, literal)
+        if delta:
+            files = self._delta_files(path, literal)
+        else:
+            files = dataset_files(path, fmt, literal)
         for f in files:
             if not Path(f).is_relative_to(self.files_root):
                 refuse(f"{prefix}{literal!r} reaches the file {f} outside the files root {self.files_root} (a "
@@ -290,7 +296,7 @@ class Catalog:
                        "read each file through one path", where)
         texts = [exp.Literal.string(f) for f in files]
         target: exp.Expr = texts[0] if len(texts) == 1 else exp.Array(expressions=texts)
-        if fmt == "parquet":
+        if fmt in ("parquet", "delta"):   # a Delta table: the Parquet files of its current snapshot
             scan: exp.Expr = exp.Anonymous(this="read_parquet", expressions=[target])
         else:   # every column text: the types cannot depend on the rows; a malformed row is skipped
             delim = "\t" if files[0].lower().removesuffix(".gz").endswith(".tsv") else ","
@@ -299,12 +305,29 @@ class Catalog:
                     ("header", exp.true()), ("all_varchar", exp.true()), ("ignore_errors", exp.true()),
                     ("delim", exp.Literal.string(delim)))])
         table = exp.Table(this=scan)
-        first = self._describe_file(scan, files[0], fmt)
+        read_as = "parquet" if delta else fmt
+        first = self._describe_file(scan, files[0], read_as)
         for f in files[1:]:
-            if self._describe_file(scan, f, fmt) != first:
+            if self._describe_file(scan, f, read_as) != first:
                 raise BadInput(f"the {fmt} files of {literal!r} differ in their columns ({files[0]} and {f}): "
                                "a statement reads files of one schema")
         return table, first, label
+
+    @staticmethod
+    def _delta_files(path: Path, literal: str) -> list[str]:
+        from dpspin_sql.sql import delta
+
+        if not path.is_dir():
+            raise BadInput(f"Delta table not found: {literal}")
+        if not delta.is_delta_table(path):
+            raise BadInput(f"{literal} is not a Delta table (no {delta.LOG} folder in it)")
+        snap = delta.snapshot(path)
+        if not snap.files:
+            raise BadInput(f"the Delta table {literal} has no data file at version {snap.version}")
+        if len(snap.files) > MAX_FILES:
+            raise BadInput(f"the Delta table {literal} has {len(snap.files):,} files; a statement reads at most "
+                           f"{MAX_FILES:,}")
+        return list(snap.files)
 
     def _describe_file(self, scan: exp.Expr, path: str, fmt: str) -> list[tuple[str, str]]:
         import duckdb
@@ -431,7 +454,7 @@ class Resolver:
         alias = item.args.get("alias")
         if alias is not None and (alias.args.get("columns") or not alias.name):
             refuse("column aliases on a table are not allowed", item)
-        if isinstance(item, exp.Table) and isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)):
+        if (isinstance(item, exp.Table) and isinstance(item.this, (exp.ReadParquet, exp.ReadCSV))) or (isinstance(item, exp.Table) and is_delta_scan(item.this)):
             rel = self._file(item)
         elif isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous) and \
                 item.this.name.lower() == "spark_table":
@@ -440,7 +463,7 @@ class Resolver:
             rel = self._table(item, where)
         elif isinstance(item, exp.Table) and isinstance(item.this, (exp.Func, exp.Anonymous)):
             refuse(f"{where} reads the table function {item.this.sql('duckdb').split('(')[0]}; the only file "
-                   "readers allowed are read_parquet('path') and read_csv('path')", item)
+                   "readers allowed are read_parquet('path'), read_csv('path') and delta_scan('path')", item)
         elif isinstance(item, (exp.Subquery, exp.Select)):
             sub = item if isinstance(item, exp.Subquery) else exp.Subquery(this=item)
             for key, value in sub.args.items():
@@ -460,7 +483,8 @@ class Resolver:
         columns = {n.lower(): (n, t) for n, t in cols}
         if len(columns) != len(cols):
             refuse(f"{label} has two columns whose names differ only in case", item)
-        return Rel(qualifier=fmt if spark else f"read_{fmt}", label=label, scan=scan, columns=columns, node=item, path=path, format=fmt,
+        qualifier = fmt if spark else "delta_scan" if fmt == "delta" else f"read_{fmt}"
+        return Rel(qualifier=qualifier, label=label, scan=scan, columns=columns, node=item, path=path, format=fmt,
                    keys={c: {label: n} for c, (n, _) in columns.items()}, why={c: None for c in columns})
 
     def _table(self, item: exp.Table, where: str) -> Rel:
@@ -545,7 +569,8 @@ class Resolver:
                        "and records unqualified, or tables of your own", node)
         if theirs.other_functions:
             refuse(f"{label} reads the table function {sorted(theirs.other_functions)[0].lower()}, as DuckDB binds "
-                   "it; the only table functions allowed are read_parquet('path') and read_csv('path')", node)
+                   "it; the only table functions allowed are read_parquet('path'), read_csv('path') and "
+                   "delta_scan('path')", node)
         ours = binder.scans(self.cat.con, f"SELECT * FROM ({derived.sql.sql('duckdb')}) AS d")
         expected = self.expander.tables
         if theirs.tables != ours.tables or not ours.tables <= expected or \

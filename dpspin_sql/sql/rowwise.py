@@ -49,6 +49,7 @@ from sqlglot import exp
 from dpspin_sql.errors import AuditRefusal
 from dpspin_sql.sketch.totality import BOOL, DATE, DOUBLE, INT, JSON, NULL, NUMERIC, TEXT, total_form
 from dpspin_sql.sql import totality as t
+from dpspin_sql.sql.delta import is_delta_scan
 from dpspin_sql.sql.errors import refuse, snippet
 
 ROWWISE = True      # the row-wise rule; tests/test_sql_views.py switches it off to show the fuzzer catches that
@@ -208,13 +209,13 @@ class Expander:
                     self.refuse(ctx, f"a table modifier ({_CLAUSES.get(key, key)}) is not allowed", item)
             if isinstance(item.this, exp.Identifier):
                 derived = self._named(item, ctx)
-            elif isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)):
+            elif isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)) or is_delta_scan(item.this):
                 derived = self._file(item.this, ctx)
             else:
                 name = item.this.sql("duckdb").split("(")[0] if isinstance(item.this, exp.Expr) else "?"
                 self.refuse(ctx, f"reads the table function {name}; the only table functions a DP statement may "
-                                 "read are read_parquet('path') and read_csv('path') (query, query_table and table "
-                                 "macros included)", item)
+                                 "read are read_parquet('path'), read_csv('path') and delta_scan('path') (query, "
+                                 "query_table and table macros included)", item)
         elif isinstance(item, exp.Subquery):
             for key, value in item.args.items():
                 if key not in ("this", "alias") and value:
@@ -481,7 +482,7 @@ class Expander:
         """With the row-wise rule off (the mutation check): the query as written, qualified."""
         sql = self._qualified(tree.copy(), ctx)
         for table in sql.find_all(exp.Table):
-            if isinstance(table.this, (exp.ReadParquet, exp.ReadCSV)):
+            if isinstance(table.this, (exp.ReadParquet, exp.ReadCSV)) or is_delta_scan(table.this):
                 scan, _, _ = self.cat.file(table.this, ctx)
                 table.set("this", scan.this)
         cols = self.cat.describe(sql)

@@ -45,7 +45,7 @@ ATOMS_VIEW = "atoms"                 # the name the sketch query reads the dicti
 AUX_VIEW = "dpspin_aux_records"      # the store's auxiliary users (user_id, split = 'aux')
 READERS = ("read_parquet", "read_csv")
 SPARK_TABLE = "spark_table"
-FORMATS = ("parquet", "csv", SPARK_TABLE)
+FORMATS = ("parquet", "csv", "delta", SPARK_TABLE)   # delta: the Parquet files of its snapshot
 OWN_TABLES = ("tables of your DuckDB database cannot be read by Spark, files can: on --engine spark read your "
               "data with read_parquet('FILE') or read_csv('FILE') (or a table of the Spark catalog with "
               "spark_table('db.table')), or drop --engine spark to run it on duckdb")
@@ -104,7 +104,7 @@ def render(source: SketchSource) -> _Rendered:
                                   and a.this.name.lower() in ("delim", "delimiter")), ",")
                 f = _File(f"{VIEW_PREFIX}file_{len(files)}", paths, "parquet" if table.this.name.lower() ==
                           "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
-                if f.format != rel.format or not paths:
+                if f.format != ("parquet" if rel.format == "delta" else rel.format) or not paths:
                     raise AssertionError("a projection reads another file than its relation's")
                 files.append(f)
                 name = f.view
