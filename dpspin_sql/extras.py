@@ -16,6 +16,7 @@ EXTRAS = {   # import name -> (extra, what needs it)
     "matplotlib": ("plots", "plots (dpspin experiment run/report; --no-plots skips them)"),
     "openai": ("llm", "the llm decoder (dpspin summarize --decoder llm)"),
     "pyspark": ("spark", "the Spark engine (--engine spark)"),
+    "grpc": ("spark", "Spark Connect (--spark-master sc://HOST:PORT)"),
     "psycopg": ("postgres", "the PostgreSQL engine and dpspin warehouse push"),
 }
 

@@ -340,3 +340,87 @@ def test_the_user_level_sketch_on_a_standalone_cluster(files, spark, monkeypatch
     own, _ = sketches(path, PQ_USER, None)
     assert got["master"] == url
     assert got["mass"] == [int(x) for x in own.mass] and sum(got["mass"]) > 0
+
+
+# -- Spark Connect ------------------------------------------------------------------------------------
+
+CONNECT_SKETCH = """
+import json, sys
+from dpspin_sql import store
+from dpspin_sql.embed import resolve, user_catalog
+from dpspin_sql.sketch.engines.spark import get_session, is_connect_session
+from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
+from dpspin_sql.sql.audit import audit_statement
+
+path, master = sys.argv[1:3]
+spark = get_session(master)
+out = {"connect": is_connect_session(spark), "mass": {}}
+con = store.connect(path)
+with resolve(con) as s:
+    for name, statement in json.loads(sys.argv[3]).items():
+        audited = audit_statement(statement, s, user_catalog=user_catalog(con))
+        sketch = SparkFilesEngine(audited.filters, source=audited.source, master=master).sketch(s, audited.request.bounds)
+        out["mass"][name] = [int(x) for x in sketch.mass]
+con.close()
+print(json.dumps(out))
+"""
+
+
+def test_statements_over_files_on_a_spark_connect_server(files, spark, monkeypatch, tmp_path, capsys):
+    """A Spark Connect server on 127.0.0.1 (pyspark ships it): the sketch over files, with
+    filters, equals DuckDB's; `dpspin sql --spark-master sc://…` releases; a statement over
+    the store's tables is refused there in one line (it would ship the store's rows)."""
+    import pyspark
+
+    pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect] (grpcio)")
+    tmp, path = files
+    monkeypatch.chdir(tmp)
+    spark_home = Path(pyspark.__file__).parent
+    if not list((spark_home / "jars").glob("spark-connect_*.jar")):
+        pytest.skip(f"pyspark ships no Spark Connect server jar under {spark_home}/jars")
+    port = _free_port()
+    env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    log = tmp_path / "connect.log"
+    server = subprocess.Popen(
+        [str(spark_home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--master", "local[1]", "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.driver.memory=1g", "--conf", "spark.sql.shuffle.partitions=4"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"sc://127.0.0.1:{port}"
+    try:
+        if not _wait_for(log, "Spark Connect server started", server, 90):
+            pytest.skip("the Spark Connect server did not start within 90 s here: "
+                        + log.read_text(errors="replace")[-300:].replace("\n", " "))
+        statements = {"user": PQ_USER, "record": PQ_RECORD, "csv": CSV_USER}
+        done = subprocess.run([sys.executable, "-c", CONNECT_SKETCH, str(path), url, json.dumps(statements)], cwd=tmp,
+                              env=dict(env, PYTHONPATH=os.pathsep.join(sys.path)), capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        # the CLI in a process of its own: this one runs the classic session of the other tests, and a
+        # process cannot hold both (the one-line refusal says so)
+        dpspin = [str(Path(sys.executable).with_name("dpspin")), "sql", "--db", str(path), "--engine", "spark",
+                  "--spark-master", url]
+        cli_env = dict(env, PYTHONPATH=os.pathsep.join(sys.path))
+        released = subprocess.run([*dpspin, PQ_RECORD, "--out", str(tmp_path / "connect.json"), "-q"], cwd=tmp,
+                                  env=cli_env, capture_output=True, text=True, timeout=300)
+        assert released.returncode == 0, released.stderr[-2000:]
+        store_statement = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1, mechanism = 'laplace', top = 3) atom_id, "
+                           "DPSPIN_MASS(weight) FROM assignments JOIN records USING (record_id) GROUP BY atom_id")
+        refused = subprocess.run([*dpspin, store_statement, "--out", str(tmp_path / "store.json")], cwd=tmp,
+                                 env=cli_env, capture_output=True, text=True, timeout=300)
+        rc2, out2, err2 = refused.returncode, refused.stdout, refused.stderr
+        rc3, out3, err3 = cli(capsys, "sql", "--db", path, "--engine", "spark", "--spark-master", url, PQ_RECORD,
+                              "--out", tmp_path / "in_process.json")
+    finally:
+        _stop(server)
+    assert got["connect"] is True
+    for name, statement in statements.items():
+        own, _ = sketches(path, statement, None)
+        assert got["mass"][name] == [int(x) for x in own.mass] and sum(got["mass"][name]) > 0, name
+    assert json.loads((tmp_path / "connect.json").read_text(encoding="utf-8"))["atoms"]
+    assert_one_line_error(rc2, out2, err2, 2)
+    assert "Spark Connect" in err2 and not (tmp_path / "store.json").exists()
+    assert_one_line_error(rc3, out3, err3, 2)
+    assert "a process of its own" in err3 and not (tmp_path / "in_process.json").exists()

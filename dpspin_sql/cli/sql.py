@@ -52,8 +52,9 @@ def sql(query: Optional[str] = typer.Argument(None, help="The statement (or use 
                                               "or read the stored assignments (auto: scorer if one is saved)."),
         spark_master: Optional[str] = typer.Option(
             None, "--spark-master", metavar="URL",
-            help="With --engine spark: the cluster to run on, e.g. spark://127.0.0.1:7077 (default local[2]). "
-                 "Files a statement reads (read_parquet / read_csv) are read there in place."),
+            help="With --engine spark: the cluster to run on, e.g. spark://127.0.0.1:7077 (default local[2]), "
+                 "or a Spark Connect server, sc://HOST:15002. Files a statement reads (read_parquet / read_csv / "
+                 "delta_scan) are read there in place."),
         dataset: str = typer.Option(ledger.DEFAULT_DATASET, "--dataset", help="Budget to charge."),
         public: Optional[list[str]] = typer.Option(
             None, "--public", metavar="TABLE", help="A table of yours whose rows are public (a lookup table, a dictionary): a view "

@@ -46,11 +46,38 @@ def _pyspark():
     return SparkSession
 
 
+CONNECT = "sc://"
+
+
+def is_connect(master: str | None) -> bool:
+    """A Spark Connect URL (sc://host:port): a server that runs the queries, no SparkContext here."""
+    return bool(master) and str(master).startswith(CONNECT)
+
+
+def is_connect_session(session) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 def get_session(master: str | None = None, app_name: str = "dpspin-sql"):
     """A SparkSession (the active one if any); local sessions use this Python for their workers.
-    `master`: local[2] by default, or a cluster's URL (spark://host:port, `--spark-master`)."""
+    `master`: local[2] by default, a cluster's URL (spark://host:port, `--spark-master`), or a
+    Spark Connect server's (sc://host:port: the `connect` extra of pyspark; the server reads
+    the files, so paths must be the server's)."""
     master = master or os.environ.get("DPSPIN_SPARK_MASTER") or "local[2]"
     SparkSession = _pyspark()
+    if is_connect(master):
+        from dpspin_sql.extras import require
+
+        require("grpc")
+        try:
+            session = SparkSession.builder.remote(master).getOrCreate()
+            session.conf.set("spark.sql.session.timeZone", "UTC")
+        except Exception as exc:   # said in one line; a connection error quotes nothing of the data
+            if "SESSION_ALREADY_EXIST" in str(exc):
+                raise BadInput(f"this process already runs a classic Spark session, so it cannot open one on Spark "
+                               f"Connect ({master}): run the statement in a process of its own") from None
+            raise BadInput(f"cannot reach the Spark Connect server at {master}") from None
+        return session
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -102,6 +129,10 @@ class SparkEngine:
 
     def sketch(self, con: Any, bounds: Bounds) -> Sketch:
         """The enforced sketch computed on Spark from the store's target split."""
+        if is_connect(self.master) or (self.session is not None and is_connect_session(self.session)):
+            raise BadInput("a statement over the store's tables runs on a Spark cluster (spark://) or locally: it "
+                           "ships the store's rows from this machine; on Spark Connect read the data where the "
+                           "server is (read_parquet('PATH'), delta_scan('PATH') or spark_table('db.table'))")
         facts = target_facts(con, bounds.unit)
         scorer = saved_scorer_bytes(con) if self.assign != "table" else None
         if self.assign == "scorer" and scorer is None:
