@@ -1,5 +1,5 @@
 """Held-out corpora as regression corpora (issue 27): summaries by independent writers who saw only the public
-docs and the plans (tests/data/heldout/: round1.yaml, round2a.yaml, round4a.yaml, round4b.yaml, round5.yaml and round7.yaml
+docs and the plans (tests/data/heldout/: round1.yaml, round2a.yaml, round4a.yaml, round4b.yaml, round5.yaml, round7.yaml and round8.yaml
 with their plans and dictionaries (prefixed r4_), triage.yaml). Each round was measured before the fixes it prompted (bench/verifier_corpus.py; figures in
 docs/VERIFIER.md, *Measured on held-out corpora*).
 
@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 DATA = Path(__file__).parent / "data" / "heldout"
-CASES = [c for name in ("round1.yaml", "round2a.yaml", "round4a.yaml", "round4b.yaml", "round5.yaml", "round7.yaml")
+CASES = [c for name in ("round1.yaml", "round2a.yaml", "round4a.yaml", "round4b.yaml", "round5.yaml", "round7.yaml",
+         "round8.yaml")
          for c in yaml.safe_load((DATA / name).read_text(encoding="utf-8"))]
 TRIAGE = yaml.safe_load((DATA / "triage.yaml").read_text(encoding="utf-8"))
 WRITER = TRIAGE["writer_errors"]

@@ -260,3 +260,40 @@ def test_round7_forms(name, summary, accepted):
     p, atoms = plan_and_atoms(name)
     v = verify(summary, p, dictionary=atoms)
     assert v.accepted == accepted, [x.to_dict() for x in v.violations]
+
+
+# Round 8 (an unseen writer, measured once before these fixes: 39 of 40 faithful cases rejected): a half-width
+# written "+/-", the ε of private top-L's parts named before the number, and claims about a whole order.
+YT = "yelp_topL_record"   # ranks 4 and 5, and 6 and 7, are within the margin; the top three are apart
+ROUND8_FORMS = [
+    (YT, "Each mass carries a +/-12.4 interval, all eight holding together at 95%.", True),
+    (YT, "Good food has a mass of 485.7 +- 12.4.", True),
+    (YT, "Good food: 485.7 (+/- 12.4).", True),
+    (YT, "Each mass carries a +/-13.4 interval.", False),
+    (YT, "Good food has a mass of -485.7.", False),
+    (YT, "Private top-L with epsilon = 2 in total, split evenly between selecting the eight themes (epsilon 1) and "
+         "the Gaussian values (epsilon 1).", True),
+    (YT, "Private top-L with epsilon = 2 in total, split between selecting the eight themes (epsilon 1.5) and "
+         "the Gaussian values (epsilon 0.5).", False),
+    (YT, "A record-level release with private top-L selection (ε = 2, δ = 10⁻⁶).", True),
+    (YT, "A record-level release with private top-L selection (ε = 3, δ = 10⁻⁶).", False),
+    # whole orders: every consecutive pair of the ranks covered against the margin
+    (YT, "Every neighbouring pair clears the comparison margin.", False),
+    (YT, "All adjacent themes are separated by more than the comparison margin.", False),
+    (YT, "The ranking of all eight themes is supported by the comparison margin.", False),
+    (YT, "The full order is supported.", False),
+    (YT, "The order 1 to 8 is not fully supported.", True),
+    (YT, "Not every adjacent pair clears the margin.", True),
+    (YT, "The order of the top three is supported.", True),
+    (YT, "The order 1 to 3 is supported.", True),
+    (YT, "Every adjacent pair among the top three clears the margin.", True),
+    (YT, "The order 1 to 3 is not supported.", False),
+    (YT, "The top three are clear of one another; their order is supported.", True),
+]
+
+
+@pytest.mark.parametrize("name, summary, accepted", ROUND8_FORMS, ids=[f"{i}-{c[0]}" for i, c in enumerate(ROUND8_FORMS)])
+def test_round8_forms(name, summary, accepted):
+    p, atoms = plan_and_atoms(name)
+    v = verify(summary, p, dictionary=atoms)
+    assert v.accepted == accepted, [x.to_dict() for x in v.violations]

@@ -112,6 +112,9 @@ def _parse(masked: str, include_one: bool) -> tuple[tuple, ...]:
     return tuple(dataclasses.astuple(n) for n in _numbers(masked, include_one))
 
 
+_PLUS_BEFORE = re.compile(r"\+\s*/?\s*$")
+
+
 def _numbers(masked: str, include_one: bool) -> list[Num]:
     out: list[Num] = []
     for m in NUM_RE.finditer(masked):
@@ -123,7 +126,8 @@ def _numbers(masked: str, include_one: bool) -> list[Num]:
             ordsfx = m.group("ordsfx")
             core = txt[:-2] if ordsfx else txt
             value = float(core.replace(",", ""))
-            if not hedge and s > 0 and masked[s - 1] in "-−" and (s < 2 or not masked[s - 2].isalnum()):
+            if not hedge and s > 0 and masked[s - 1] in "-−" and (s < 2 or not masked[s - 2].isalnum()) \
+                    and not _PLUS_BEFORE.search(masked[max(0, s - 5):s - 1]):   # "+/-4", "+-4": a half-width
                 value, s = -value, s - 1  # a released noisy mass may be negative
             if "e" in core.lower():
                 gran = abs(value) * 0.05

@@ -22,6 +22,7 @@ from . import (
     method,
     numbers,
     obfuscation,
+    orders,
     quantifiers,
     ranks,
     tables,
@@ -41,6 +42,7 @@ RULES = (
     ellipsis,      # "and so is B", "as does B": the antecedent's claim re-verified for B
     anaphora,      # "it", "the former", "both": claims about a theme by reference, one fork per reading
     comparisons,   # more/less/similar/ratio/gap under the margin
+    orders,        # a whole order claimed supported (every adjacent pair, ranks a to b): each pair vs the margin
     ranks,         # rank 1, last, ordinals, top-N, rank ranges
     intervals,     # ± and interval statements against the released accuracy intervals
     method,        # public method fields: bound numbers, bin thresholds, mechanism, unit, calibration

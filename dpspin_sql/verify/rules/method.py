@@ -56,6 +56,8 @@ def _part_key(part: re.Match) -> str:
     return "selection_epsilon" if part.group(1).lower() in ("selection", "admission") else "value_epsilon"
 
 
+_PART_BEFORE = re.compile(r"\b(select(?:ing|ion|ed)?|admi(?:ssion|tting|tted)|values?|measur(?:ement|ing))\b"
+                          r"(?:\s+[\w-]+){0,4}\s*[(,:]?\s*$", re.I)
 _EPSILON_CUE = re.compile(r"ε|\bepsilon\b|\bprivacy\s+budget\b", re.I)
 _BOUND = [(k, re.compile(r"(?:" + v + r")" + _JOIN + r"$", re.I)) for k, v in _FIELDS]
 
@@ -121,7 +123,8 @@ def check(c: Check) -> None:
         if re.search(r"\bby\s+a\s+(?:\w+\s+)?margin\W*$", before, re.I):
             continue   # "by a wide margin: about 22%" is an idiom, not the comparison margin
         for key, rx in _BOUND:
-            if not rx.search(before) or (num.pct and key not in ("selection_fraction",)):
+            bound = rx.search(before)
+            if not bound or (num.pct and key not in ("selection_fraction",)):
                 continue   # a percentage right after a field's name is its confidence level or a share, not the field
             if key == "noise_scale" and field_value(p, "selection_scale") is not None and re.search(
                     r"\b(?:admission|selection|top-?k|top-?l)\b", txt[max(c.sents[c.sentence_of(s)][0], s - 60):s], re.I) \
@@ -129,8 +132,15 @@ def check(c: Check) -> None:
                 key = "selection_scale"   # "the noisy top-k admission (scale 8)": the selection's scale
             if key == "epsilon":   # "an epsilon of 1 for the selection": the part is named after the number
                 part = _PART_AFTER.match(txt, e)
+                lead = _PART_BEFORE.search(before[:bound.start()])
                 if part:
                     key = _part_key(part)
+                elif lead and field_value(p, "selection_epsilon") is not None and \
+                        not _matches(num, field_value(p, "epsilon") or 0.0, "epsilon"):
+                    # "selecting the eight themes (epsilon 1) and the values (epsilon 1)": named before it
+                    # (a number that is the plan's total stays the total: "top-L selection (ε = 2, δ = 1e-6)")
+                    key = "selection_epsilon" if lead.group(1).lower().startswith(("select", "admi")) \
+                        else "value_epsilon"
             v = field_value(p, key)
             if v is None or not _matches(num, v, key):
                 what = "not in the plan" if v is None else f"{v:g}"

@@ -24,7 +24,7 @@ _EXCLUDE = re.compile(r"\b(?:beyond|outside(?:\s+of)?|below|after|besides|apart\
                       r"excluding|(?:\bnot|n['’]t)\s+(?:in|among)|behind|trail(?:s|ed|ing)?|(?:narrowly\s+|just\s+)?miss(?:es|ed)?|falls?\s+(?:just\s+)?(?:outside|short\s+of)|follows?|close\s+to|near|(?:just\s+)?short\s+of)\s+(?:the\s+)?$", re.I)
 PATTERNS = [
     (SHARED_RANK, "shared"),
-    (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
+    (re.compile(rf"\b(?:rank(?:s|ed|ing)?|positions?|places?|spots?|order(?:ing)?)\s+(?:from\s+)?#?\s*(?P<a>{_POS})\s*"
                 rf"(?:to|through|thru|–|-|and)\s*#?\s*(?P<b>{_POS})\b", re.I), "range"),
     (re.compile(rf"\b(?:the\s+)?(?P<k>\d+|{_COUNTW})\s+(?:most\s+{RANK_ADJ}|largest|biggest|highest|greatest|leading|"
                 r"top-ranked)\b", re.I), "topn"),
