@@ -92,6 +92,8 @@ def test_a_delta_release_is_charged_once_and_names_the_table(store, tmp_path, ca
     (row,) = ledger.status(con).releases
     con.close()
     assert row["params"]["source_assignments"] == f"delta:{tmp_path / 'scores_delta'}"
+    version = dl.DeltaTable(str(tmp_path / "scores_delta")).version()
+    assert row["params"]["delta_versions"] == f"{tmp_path / 'scores_delta'}@v{version}" and version == 4   # create, append, delete, append, append
 
 
 def _log_lines(table, version: int) -> list[dict]:

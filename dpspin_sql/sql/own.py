@@ -321,6 +321,8 @@ def _source(cat: Catalog, unit: str, A: Rel, R: Rel | None, atom: str, weight: s
                                           for base, col in sorted(record_key.items()))
     if cat.public:
         details["public_tables"] = ", ".join(sorted(f.label for f in cat.public.values()))
+    if cat.delta_versions:   # which snapshot of each Delta table was released: a reviewer can read it again
+        details["delta_versions"] = ", ".join(f"{path}@v{v}" for path, v in sorted(cat.delta_versions.items()))
     return SketchSource(assignments, records, details_=details)
 
 

@@ -118,6 +118,7 @@ class Catalog:
         self._path = binder.search_path(con) if con is not None else []
         self._queries: dict[tuple[str, str, str], exp.Expr] = {}
         self._file_sets: dict[frozenset[str], str] = {}   # a statement's file sets -> their label
+        self.delta_versions: dict[str, int] = {}          # a Delta table's path -> the version read
         self.public: dict[tuple[str, str, str], Found] = {}
         for name in public or ():
             found = self._public_table(name)
@@ -281,6 +282,7 @@ class Catalog:
                    "files under it only", where)
         if delta:
             files = self._delta_files(path, literal)
+            self.delta_versions[str(path)] = self._delta_version
         else:
             files = dataset_files(path, fmt, literal)
         for f in files:
@@ -313,8 +315,9 @@ class Catalog:
                                "a statement reads files of one schema")
         return table, first, label
 
-    @staticmethod
-    def _delta_files(path: Path, literal: str) -> list[str]:
+    _delta_version = -1
+
+    def _delta_files(self, path: Path, literal: str) -> list[str]:
         from dpspin_sql.sql import delta
 
         if not path.is_dir():
@@ -327,6 +330,7 @@ class Catalog:
         if len(snap.files) > MAX_FILES:
             raise BadInput(f"the Delta table {literal} has {len(snap.files):,} files; a statement reads at most "
                            f"{MAX_FILES:,}")
+        self._delta_version = snap.version
         return list(snap.files)
 
     def _describe_file(self, scan: exp.Expr, path: str, fmt: str) -> list[tuple[str, str]]:
