@@ -151,3 +151,84 @@ def test_run_sql_on_spark_releases_and_charges(spark, con, tmp_path):
     assert load_plan(tmp_path / "plan.json").to_dict() == plan.to_dict()
     assert len(plan.atoms) == 5 and plan.unit == "user"
     assert ledger.status(con).epsilon_charged == pytest.approx(0.5)
+
+
+ASSIGNED = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-6, {unit}max_atoms_per_record = 3, "
+            "mechanism = 'gaussian', top = 5) atom_id, DPSPIN_MASS(weight) "
+            "FROM dpspin_assign({reader}, 'text') GROUP BY atom_id")
+
+
+@pytest.mark.parametrize("unit", ["user", "record"])
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_records_in_files_are_assigned_on_spark_by_the_saved_scorer(spark, con, tmp_path, monkeypatch, unit, fmt):
+    """Records that live on the cluster (a Parquet folder, a CSV file) are assigned where they are, with the
+    dictionary's saved scorer broadcast: the sketch equals the store's, whose records are the same rows and
+    whose assignments the same scorer wrote; nothing of the files enters the store."""
+    from dpspin_sql.embed import resolve, user_catalog
+    from dpspin_sql.sketch.engines.duckdb import DuckDBEngine
+    from dpspin_sql.sketch.engines.spark_files import SparkFilesEngine
+    from dpspin_sql.sketch.engines.spark_tables import SparkCatalog
+    from dpspin_sql.sql import audit_statement
+
+    monkeypatch.chdir(tmp_path)
+    target = "SELECT record_id, user_id, text FROM records WHERE split = 'target'"
+    if fmt == "parquet":
+        con.execute(f"COPY ({target}) TO 'target' (FORMAT parquet, ROW_GROUP_SIZE 2048, ROW_GROUPS_PER_FILE 1)")
+        reader = "read_parquet('target')"
+    else:
+        con.execute(f"COPY ({target}) TO 'target.csv' (HEADER)")
+        reader = "read_csv('target.csv')"
+    opts = "privacy_unit_column = user_id, record_id_column = record_id, contribution_bound = 1, " if unit == "user" \
+        else "record_id_column = record_id, "
+    before = con.execute("SELECT count(*) FROM records").fetchall()
+    with resolve(con) as s:
+        audited = audit_statement(ASSIGNED.format(unit=opts, reader=reader), s, user_catalog=user_catalog(con),
+                                  spark_tables=SparkCatalog(spark).columns)
+        ours = SparkFilesEngine(audited.filters, source=audited.source, session=spark).sketch(s, audited.request.bounds)
+    store = audit_statement(statement(unit, where="split = 'target'"))
+    theirs = DuckDBEngine(store.filters).sketch(con, store.request.bounds)
+    assert ours.mass.sum() > 0
+    np.testing.assert_array_equal(ours.mass, theirs.mass)
+    assert con.execute("SELECT count(*) FROM records").fetchall() == before
+
+
+def test_dpspin_assign_is_refused_off_spark_and_on_bad_arguments(con, tmp_path, monkeypatch):
+    from dpspin_sql.embed import resolve, user_catalog
+    from dpspin_sql.errors import AuditRefusal
+    from dpspin_sql.sql import audit_statement
+
+    monkeypatch.chdir(tmp_path)
+    con.execute("COPY (SELECT record_id, user_id, text, 1 AS n FROM records WHERE split = 'target') "
+                "TO 't.parquet' (FORMAT parquet)")
+    con.execute("COPY (SELECT record_id, text, 1.0 AS weight FROM records WHERE split = 'target') "
+                "TO 'w.parquet' (FORMAT parquet)")
+    opts = "record_id_column = record_id, "
+    cases = [("read_parquet('t.parquet')", None, "--engine spark"),
+             ("read_parquet('t.parquet'), 'body'", [], "no column 'body'"),
+             ("read_parquet('t.parquet'), 'n'", [], "not text"),
+             ("read_parquet('w.parquet'), 'text'", [], "already has 'weight'"),
+             ("'t.parquet', 'text'", [], "takes a file reader")]
+    for args, tables, reason in cases:
+        sql = ASSIGNED.format(unit=opts, reader="X").replace("dpspin_assign(X, 'text')", f"dpspin_assign({args})")
+        if reason == "--engine spark":
+            sql = ASSIGNED.format(unit=opts, reader=args)
+        with resolve(con) as s, pytest.raises(AuditRefusal) as info:
+            audit_statement(sql, s, user_catalog=user_catalog(con),
+                            spark_tables=None if tables is None else (lambda name: []))
+        assert reason in str(info.value), (args, str(info.value))
+
+
+def test_a_dpspin_assign_statement_releases_and_the_ledger_names_it(spark, con, tmp_path, monkeypatch):
+    from dpspin_sql import ledger
+    from dpspin_sql.sql import run_sql
+
+    monkeypatch.chdir(tmp_path)
+    con.execute("COPY (SELECT record_id, user_id, text FROM records WHERE split = 'target') TO 'target.parquet' "
+                "(FORMAT parquet)")
+    sql = ASSIGNED.format(unit="privacy_unit_column = user_id, record_id_column = record_id, contribution_bound = 1, ",
+                          reader="read_parquet('target.parquet')")
+    plan = run_sql(con, sql, tmp_path / "plan.json", engine="spark", spark=spark)
+    assert len(plan.atoms) == 5 and plan.unit == "user"
+    params = ledger.status(con).releases[-1]["params"]
+    assert params["engine"] == "spark" and params["source_assignments"] == \
+        f"dpspin_assign:parquet:{tmp_path / 'target.parquet'}"

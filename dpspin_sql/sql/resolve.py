@@ -359,6 +359,37 @@ class Catalog:
         scan = exp.Table(this=exp.Anonymous(this="spark_table", expressions=[exp.Literal.string(literal)]))
         return scan, cols, f"spark_table:{literal}"
 
+    def assigned(self, fn: exp.Expr, ctx: Context):
+        """(the scan, its columns, its label) of dpspin_assign(read_parquet('path'), 'text'): the rows of a
+        file (or folder, glob, Delta table) of records with, for each, one row per atom the dictionary's saved
+        scorer gives its text (`atom_id` INTEGER, `weight` DOUBLE beside the record's columns), computed on
+        Spark where the records are (--engine spark only). Each output row is a function of one record's row,
+        so the relation is row-wise; the sketch then bounds each record id and unit as for any relation."""
+        args = fn.expressions
+        where = fn if ctx.statement else None
+        text = args[1].this if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].is_string else None
+        inner: exp.Expr = args[0] if args else exp.Null()
+        if text is None or not (isinstance(inner, (exp.ReadParquet, exp.ReadCSV)) or is_delta_scan(inner)):
+            refuse("dpspin_assign takes a file reader and the name of its text column: dpspin_assign("
+                   "read_parquet('reviews.parquet'), 'body') (read_csv and delta_scan too)", where)
+        if self.spark_tables is None:
+            refuse("dpspin_assign(...) runs the dictionary's saved scorer on Spark, where the records are: run the "
+                   "statement with --engine spark (on duckdb: dpspin load, dpspin assign, then a statement over the "
+                   "store)", where)
+        scan, cols, label = self.file(inner, ctx)
+        names = {n.lower(): (n, t) for n, t in cols}
+        if text.lower() not in names:
+            refuse(f"dpspin_assign: {label} has no column {text!r} (its columns: "
+                   f"{', '.join(n for n, _ in cols)})", where)
+        if names[text.lower()][1].upper() != "VARCHAR":
+            refuse(f"dpspin_assign: the column {text!r} is {names[text.lower()][1]}, not text", where)
+        clash = [n for n in ("atom_id", "weight") if n in names]
+        if clash:
+            refuse(f"dpspin_assign adds the columns atom_id and weight, but {label} already has {clash[0]!r}", where)
+        out = exp.Table(this=exp.Anonymous(this="dpspin_assign", expressions=[scan.this, exp.Literal.string(
+            names[text.lower()][0])]))
+        return out, [*cols, ("atom_id", "INTEGER"), ("weight", "DOUBLE")], f"dpspin_assign:{label}"
+
     # -- DuckDB on the emitted SQL ------------------------------------------------------------------------
     def describe(self, sql: exp.Expr) -> list[tuple[str, str]]:
         import duckdb
@@ -458,8 +489,12 @@ class Resolver:
         alias = item.args.get("alias")
         if alias is not None and (alias.args.get("columns") or not alias.name):
             refuse("column aliases on a table are not allowed", item)
-        if (isinstance(item, exp.Table) and isinstance(item.this, (exp.ReadParquet, exp.ReadCSV))) or (isinstance(item, exp.Table) and is_delta_scan(item.this)):
+        if isinstance(item, exp.Table) and (isinstance(item.this, (exp.ReadParquet, exp.ReadCSV)) or
+                                            is_delta_scan(item.this)):
             rel = self._file(item)
+        elif isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous) and \
+                item.this.name.lower() == "dpspin_assign":
+            rel = self._file(item, assigned=True)
         elif isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous) and \
                 item.this.name.lower() == "spark_table":
             rel = self._file(item, spark=True)
@@ -481,13 +516,14 @@ class Resolver:
         rel.node = item
         return rel
 
-    def _file(self, item: exp.Table, spark: bool = False) -> Rel:
-        scan, cols, label = (self.cat.spark_table if spark else self.cat.file)(item.this, self.ctx)
+    def _file(self, item: exp.Table, spark: bool = False, assigned: bool = False) -> Rel:
+        read = self.cat.assigned if assigned else self.cat.spark_table if spark else self.cat.file
+        scan, cols, label = read(item.this, self.ctx)
         fmt, path = label.split(":", 1)
         columns = {n.lower(): (n, t) for n, t in cols}
         if len(columns) != len(cols):
             refuse(f"{label} has two columns whose names differ only in case", item)
-        qualifier = fmt if spark else "delta_scan" if fmt == "delta" else f"read_{fmt}"
+        qualifier = fmt if spark or assigned else "delta_scan" if fmt == "delta" else f"read_{fmt}"
         return Rel(qualifier=qualifier, label=label, scan=scan, columns=columns, node=item, path=path, format=fmt,
                    keys={c: {label: n} for c, (n, _) in columns.items()}, why={c: None for c in columns})
 

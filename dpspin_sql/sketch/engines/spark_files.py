@@ -45,7 +45,8 @@ ATOMS_VIEW = "atoms"                 # the name the sketch query reads the dicti
 AUX_VIEW = "dpspin_aux_records"      # the store's auxiliary users (user_id, split = 'aux')
 READERS = ("read_parquet", "read_csv")
 SPARK_TABLE = "spark_table"
-FORMATS = ("parquet", "csv", "delta", SPARK_TABLE)   # delta: the Parquet files of its snapshot
+ASSIGN = "dpspin_assign"   # records read in place, assigned on Spark by the dictionary's saved scorer
+FORMATS = ("parquet", "csv", "delta", SPARK_TABLE, ASSIGN)   # delta: the Parquet files of its snapshot
 OWN_TABLES = ("tables of your DuckDB database cannot be read by Spark, files can: on --engine spark read your "
               "data with read_parquet('FILE') or read_csv('FILE') (or a table of the Spark catalog with "
               "spark_table('db.table')), or drop --engine spark to run it on duckdb")
@@ -58,6 +59,7 @@ class _File:
     format: str
     columns: tuple[tuple[str, str], ...]
     delimiter: str = ","
+    assign_text: str | None = None   # dpspin_assign: the text column the saved scorer reads
 
 
 @dataclass
@@ -106,6 +108,19 @@ def render(source: SketchSource) -> _Rendered:
                           "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
                 if f.format != ("parquet" if rel.format == "delta" else rel.format) or not paths:
                     raise AssertionError("a projection reads another file than its relation's")
+                files.append(f)
+                name = f.view
+            elif isinstance(table.this, exp.Anonymous) and table.this.name.lower() == ASSIGN:
+                inner, text = table.this.expressions
+                args = inner.expressions
+                paths = tuple(e.this for e in (args[0].expressions if isinstance(args[0], exp.Array) else [args[0]]))
+                delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
+                                  and a.this.name.lower() in ("delim", "delimiter")), ",")
+                if rel.format != ASSIGN or not paths or tuple(rel.file_columns)[-2:] != (
+                        ("atom_id", "INTEGER"), ("weight", "DOUBLE")):
+                    raise AssertionError("a projection reads another relation than its dpspin_assign")
+                f = _File(f"{VIEW_PREFIX}assigned_{len(files)}", paths, "parquet" if inner.name.lower() ==
+                          "read_parquet" else "csv", tuple(rel.file_columns)[:-2], delimiter, assign_text=text.this)
                 files.append(f)
                 name = f.view
             elif isinstance(table.this, exp.Anonymous) and table.this.name.lower() == SPARK_TABLE:
@@ -207,13 +222,53 @@ class SparkFilesEngine:
         aux = ([(str(u[0]),) for u in con.execute(
             "SELECT DISTINCT user_id FROM records WHERE split = 'aux' AND user_id IS NOT NULL").fetchall()]
             if self.rendered.reads_aux else [])
+        scorer = None
+        if any(f.assign_text for f in self.rendered.files):
+            from dpspin_sql.sketch.engines.spark import is_connect, is_connect_session, saved_scorer_bytes
+
+            scorer = saved_scorer_bytes(con)
+            if scorer is None:
+                raise BadInput("dpspin_assign needs the dictionary's fitted scorer: run dpspin assign on the store "
+                               "first (it saves the scorer with the dictionary)")
+            if is_connect(self.master) or (self.session is not None and is_connect_session(self.session)):
+                raise BadInput("dpspin_assign runs the saved scorer inside Spark's executors, which Spark Connect "
+                               "does not offer: run it on a cluster (spark://) or locally")
         spark = self.session or get_session(self.master)
-        rows = sketch_over_files(spark, bounds, self.filters, self.rendered, atoms, aux)
+        rows = sketch_over_files(spark, bounds, self.filters, self.rendered, atoms, aux, scorer)
         return assemble(TargetFacts(atom_ids, None, None), rows, bounds)
 
 
-def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _Rendered, atoms, aux) \
-        -> list[tuple[int, int]]:
+def assign_frame(spark, df, scorer_bytes: bytes, K: int, text: str):
+    """The records' rows, each once per atom the saved scorer gives its text (`spark.assign_on_spark`'s
+    map, carrying every column of the row): (columns…, atom_id, weight)."""
+    from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
+
+    from dpspin_sql.sketch.engines.spark import BATCH
+
+    index = [c.lower() for c in df.columns].index(text.lower())
+    schema = StructType([*df.schema.fields, StructField("atom_id", IntegerType(), True),
+                         StructField("weight", DoubleType(), True)])
+    shared = spark.sparkContext.broadcast(scorer_bytes)
+    K = int(K)
+
+    def per_partition(rows):
+        from itertools import islice
+
+        from dpspin_sql.assign import scorer_from_bytes
+
+        scorer = scorer_from_bytes(shared.value)
+        rows = iter(rows)
+        while batch := list(islice(rows, BATCH)):
+            texts = [r[index] or "" for r in batch]
+            for row, kept in zip(batch, scorer.score_top_k(texts, K)):
+                for atom_id, weight in kept:
+                    yield (*row, int(atom_id), float(weight))
+
+    return spark.createDataFrame(df.rdd.mapPartitions(per_partition), schema)
+
+
+def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _Rendered, atoms, aux,
+                      scorer: bytes | None = None) -> list[tuple[int, int]]:
     """Register the views, run the projections, the filters and the sketch; collect (atom_id, mass)."""
     from dpspin_sql.sketch.engines.spark import apply_filters
     from dpspin_sql.sketch.transpile import sketch_sql
@@ -232,6 +287,9 @@ def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _
         raise BadInput("Spark cannot read the statement's files or tables (their schema or header)") from None
     try:
         for f, df in zip(rendered.files, frames):
+            if f.assign_text is not None:
+                assert scorer is not None   # SparkFilesEngine.sketch refuses a dpspin_assign without one
+                df = assign_frame(spark, df, scorer, bounds.K, f.assign_text)
             view(df, f.view)
         view(spark.createDataFrame(atoms, "atom_id int, label string"), ATOMS_VIEW)
         if rendered.reads_aux:
