@@ -172,6 +172,29 @@ def test_a_signal_inside_a_callback_python_swallows_is_delivered_again():
     assert proc.stderr == "", proc.stderr
 
 
+_SIGNAL_AS_IT_FAILS = """
+import os, signal, sys
+from dpspin_sql import cli
+said = cli._one_line
+def then_a_signal(message):
+    said(message)
+    if not message.startswith("interrupted"):
+        os.kill(os.getpid(), signal.SIGINT)   # handled now: Interrupted raised as the failure returns
+cli._one_line = then_a_signal
+sys.exit(cli.run(sys.argv[1:]))
+"""
+
+
+def test_a_signal_right_after_a_failure_is_said_leaves_the_failure(tmp_path):
+    """Found by the random-moment test: `split` refused in one line, and a SIGINT that arrived just after
+    it was printed made a second line ("interrupted") and exit 130. The failure's exit code is kept before
+    its line is printed, and the line is said and recorded under one hold: one line, the failure's code."""
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_AS_IT_FAILS, "budget", "--db", str(tmp_path / "none.duckdb")],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), (proc.returncode, proc.stderr)
+
+
 def test_a_plan_that_could_not_be_written_is_recovered_byte_for_byte(small_store, tmp_path):
     """The write fails after the charge (the disk filled between the probe and the write):
     one line says ε was spent and gives the recover command, which writes exactly the

@@ -83,10 +83,11 @@ def run(argv: list[str] | None = None) -> int:
         if argv and argv[0] in _CHARGING:   # until its charge commits (release.py says what happened then)
             interrupts.status("nothing was charged")
         _SAID.clear()
+        _CODE.clear()
         try:
             rc = _run(argv)
-        except interrupts.Interrupted:   # a signal that arrived as the command ended
-            rc = 0
+        except interrupts.Interrupted:   # a signal that arrived as the command ended (or as it said why it failed)
+            rc = _CODE[0] if _SAID and _CODE else 0
         signum = interrupts.received()
         if signum is not None and not (rc != 0 and _SAID):
             return _interrupted(signum)
@@ -94,6 +95,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 _SAID: list[str] = []   # the one line this command printed, if it printed one (see _one_line)
+_CODE: list[int] = []   # the exit code of the failure that line says (see _said)
 
 
 _CHARGING = ("release", "sql")   # the commands that charge the ledger of the store they are given
@@ -115,59 +117,59 @@ def _run(argv: list[str] | None) -> int:
     except interrupts.Interrupted:
         return 1   # run() reports it
     except RequestError as exc:
-        _one_line(f"error: {exc.named(FLAGS.get(exc.field, exc.field))}")
-        return exc.exit_code
+        return _said(f"error: {exc.named(FLAGS.get(exc.field, exc.field))}", exc.exit_code)
     except DpspinError as exc:
-        _one_line(f"error: {exc}" if isinstance(exc, BadInput) else str(exc))
-        return exc.exit_code
+        return _said(f"error: {exc}" if isinstance(exc, BadInput) else str(exc), exc.exit_code)
     except typer.Exit as exc:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         if interrupts.received() is not None:
             return 1   # run() reports it
-        _one_line("aborted")
-        return 130
+        return _said("aborted", 130)
     except RecursionError:
-        _one_line("error: the input is nested too deeply to process")
-        return 2
+        return _said("error: the input is nested too deeply to process", 2)
     except OSError as exc:   # a file the command reads or writes (unwritable, a directory, a full disk)
-        _one_line(f"error: {os_error_line(exc)}")
-        return 2
+        return _said(f"error: {os_error_line(exc)}", 2)
     except MemoryError:
-        _one_line("error: out of memory")
-        return 1
+        return _said("error: out of memory", 1)
     except Exception as exc:  # click usage errors and unexpected failures
         if interrupts.received() is not None:
             return 1   # DuckDB reports a query it stopped for the signal as its own error; run() says why
         full = storage_error(exc)
         if full is not None:
-            _one_line(f"error: {full}")
-            return full.exit_code
+            return _said(f"error: {full}", full.exit_code)
         if isinstance(exc, duckdb.Error) and (isinstance(exc, _ENGINE_INPUT_ERRORS) or no_space(exc)):
-            _one_line(f"error: {duckdb_error_line(exc)}")   # the engine refused a value: the kind, never the value
-            return 2
+            # the engine refused a value: the kind, never the value
+            return _said(f"error: {duckdb_error_line(exc)}", 2)
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # (typer's) click exception
             ctx = getattr(exc, "ctx", None)
             hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
             click_exc = cast(_ClickError, exc)
-            _one_line(f"error: {click_exc.format_message()}{hint}")
-            return click_exc.exit_code
+            return _said(f"error: {click_exc.format_message()}{hint}", click_exc.exit_code)
         if os.environ.get("DPSPIN_DEBUG"):
             raise
         # the type only: an unexpected engine message could quote a protected value
-        _one_line(f"internal error: {type(exc).__name__} (set DPSPIN_DEBUG=1 for a traceback)")
-        return 3
+        return _said(f"internal error: {type(exc).__name__} (set DPSPIN_DEBUG=1 for a traceback)", 3)
     finally:
         with interrupts.deferred():   # a signal now waits until every store is closed
             store_lib.close_all(except_for=already_open)
     return rc if isinstance(rc, int) else 0
 
 
+def _said(message: str, code: int) -> int:
+    """A failure's one line and its exit code, the code kept first: a signal that arrives once the line is out
+    leaves the failure as it was said (`run`)."""
+    _CODE[:] = [code]
+    _one_line(message)
+    return code
+
+
 def _one_line(message: str) -> None:
     sys.stdout.flush()   # what the command printed comes first, each line ended, never "…rejectederror: …"
     line = " ".join(str(message).split())
-    _SAID.append(line)
-    print(line, file=sys.stderr)
+    with interrupts.deferred():   # said and recorded together: a signal takes effect after both
+        _SAID.append(line)
+        print(line, file=sys.stderr)
 
 
 def os_error_line(exc: OSError) -> str:
