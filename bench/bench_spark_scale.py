@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+from tests.helpers.spark_cluster import free_port, wait_for  # noqa: E402 - the checkout is on the path
 
 EPSILON, DELTA, BOUND, K = 1.0, 1e-6, 1, 3
 SETTINGS = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
@@ -81,12 +82,6 @@ spark.stop()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _sid_rss(sids: set[int]) -> int:
     """The summed resident set (bytes) of every process in one of the sessions `sids`."""
     total = 0
@@ -115,17 +110,6 @@ class Sampler(threading.Thread):
             self.done.wait(0.2)
 
 
-def _wait_for(log: Path, text: str, proc: subprocess.Popen, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text(encoding="utf-8", errors="replace"):
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.5)
-    return False
-
-
 class Cluster:
     """One standalone master and worker on 127.0.0.1, in the foreground (ours to stop)."""
 
@@ -148,20 +132,20 @@ class Cluster:
 
     def __enter__(self) -> Cluster:
         started = time.perf_counter()
-        port = _free_port()
+        port = free_port()
         props = self.workdir / "cluster.conf"
         props.write_text("spark.master.rest.enabled false\n", encoding="utf-8")
         self.url = f"spark://127.0.0.1:{port}"
         master = self._start("org.apache.spark.deploy.master.Master",
-                             ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port()),
+                             ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port()),
                               "--properties-file", str(props)], self.workdir / "master.log")
-        if not _wait_for(self.workdir / "master.log", "I have been elected leader", master, 120):
+        if not wait_for(self.workdir / "master.log", "I have been elected leader", master, 120):
             raise RuntimeError("the master did not start: " + (self.workdir / "master.log").read_text()[-500:])
         worker = self._start("org.apache.spark.deploy.worker.Worker",
                              ["--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
-                              "--webui-port", str(_free_port()), "--work-dir", str(self.workdir / "work"), self.url],
+                              "--webui-port", str(free_port()), "--work-dir", str(self.workdir / "work"), self.url],
                              self.workdir / "worker.log")
-        if not _wait_for(self.workdir / "worker.log", "Successfully registered with master", worker, 120):
+        if not wait_for(self.workdir / "worker.log", "Successfully registered with master", worker, 120):
             raise RuntimeError("the worker did not register: " + (self.workdir / "worker.log").read_text()[-500:])
         self.worker_sid = worker.pid          # start_new_session: its pid is its session id
         self.start_s = time.perf_counter() - started
@@ -216,13 +200,11 @@ def write_data(folder: Path, rows: int, atoms: int) -> None:
 
 
 def make_store(path: Path, atoms: int) -> None:
-    from dpspin_sql import ledger, store
-    from tests.helpers.core import install_atoms
+    from tests.helpers.core import install_atoms, new_store
 
     if path.exists():
         path.unlink()
-    con = store.connect(path, create=True)
-    ledger.set_budget(con, 1e6, 0.5)
+    con = new_store(path, epsilon_budget=1e6, delta_budget=0.5)
     install_atoms(con, range(atoms), [f"theme {a}" for a in range(atoms)])
     con.close()
 

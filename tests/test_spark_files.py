@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from dpspin_sql.embed import resolve, user_catalog
 from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
 from tests.helpers.core import assert_one_line_error, cli, install_atoms, put_records
+from tests.helpers.spark_cluster import free_port, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -263,23 +263,6 @@ spark.stop()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for(log: Path, text: str, proc: subprocess.Popen, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text(encoding="utf-8", errors="replace"):
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.5)
-    return False
-
-
 def _start(spark_home: Path, script: str, klass: str, args: list[str], log: Path, env: dict) -> subprocess.Popen:
     """One daemon in the foreground (`SPARK_NO_DAEMONIZE`, so it is ours to stop): sbin/start-*.sh
     where pyspark ships them, else the class they start, through bin/spark-class."""
@@ -307,7 +290,7 @@ def test_the_user_level_sketch_on_a_standalone_cluster(files, spark, monkeypatch
     spark_home = Path(pyspark.__file__).parent
     if not (spark_home / "bin" / "spark-class").exists():
         pytest.skip(f"pyspark ships no bin/spark-class under {spark_home}: no standalone master or worker to start")
-    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    port, ui, worker_ui = free_port(), free_port(), free_port()
     props = tmp_path / "cluster.conf"
     props.write_text("spark.master.rest.enabled false\n", encoding="utf-8")
     env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_NO_DAEMONIZE="1", SPARK_LOCAL_IP="127.0.0.1",
@@ -318,13 +301,13 @@ def test_the_user_level_sketch_on_a_standalone_cluster(files, spark, monkeypatch
         master = _start(spark_home, "start-master.sh", "org.apache.spark.deploy.master.Master",
                         ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui), "--properties-file",
                          str(props)], tmp_path / "master.log", env)
-        if not _wait_for(tmp_path / "master.log", "I have been elected leader", master, 60):
+        if not wait_for(tmp_path / "master.log", "I have been elected leader", master, 60):
             pytest.skip("the standalone master did not start within 60 s here: "
                         + (tmp_path / "master.log").read_text(errors="replace")[-300:].replace("\n", " "))
         worker = _start(spark_home, "start-worker.sh", "org.apache.spark.deploy.worker.Worker",
                         ["--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui),
                          url], tmp_path / "worker.log", env)
-        if not _wait_for(tmp_path / "worker.log", "Successfully registered with master", worker, 60):
+        if not wait_for(tmp_path / "worker.log", "Successfully registered with master", worker, 60):
             pytest.skip("the standalone worker did not register within 60 s here: "
                         + (tmp_path / "worker.log").read_text(errors="replace")[-300:].replace("\n", " "))
         started = time.perf_counter()
@@ -378,7 +361,7 @@ def test_statements_over_files_on_a_spark_connect_server(files, spark, monkeypat
     spark_home = Path(pyspark.__file__).parent
     if not list((spark_home / "jars").glob("spark-connect_*.jar")):
         pytest.skip(f"pyspark ships no Spark Connect server jar under {spark_home}/jars")
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
     log = tmp_path / "connect.log"
     server = subprocess.Popen(
@@ -389,7 +372,7 @@ def test_statements_over_files_on_a_spark_connect_server(files, spark, monkeypat
         stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"sc://127.0.0.1:{port}"
     try:
-        if not _wait_for(log, "Spark Connect server started", server, 90):
+        if not wait_for(log, "Spark Connect server started", server, 90):
             pytest.skip("the Spark Connect server did not start within 90 s here: "
                         + log.read_text(errors="replace")[-300:].replace("\n", " "))
         statements = {"user": PQ_USER, "record": PQ_RECORD, "csv": CSV_USER}

@@ -13,10 +13,10 @@ glob, beside one file.
 """
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 
-import duckdb
 import numpy as np
 import pytest
 
@@ -25,7 +25,7 @@ from dpspin_sql import ledger
 from dpspin_sql.embed import resolve, user_catalog
 from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from tests.helpers.core import assert_one_line_error, cli, install_atoms
+from tests.helpers.core import assert_one_line_error, cli, install_atoms, new_store
 
 THEMES = ["refund delay", "app crash", "double charge", "password reset", "late delivery"]
 USER = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-6, privacy_unit_column = author, "
@@ -38,8 +38,7 @@ def data(tmp_path, monkeypatch):
     """The curator's tables in the store file, and the same rows as files in every layout."""
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "store.duckdb"
-    con = dpspin_sql.store.connect(path, create=True)
-    ledger.set_budget(con, 10.0, 1e-5)
+    con = new_store(path, epsilon_budget=10.0)
     install_atoms(con, list(range(len(THEMES))), THEMES)
     con.execute("CREATE SCHEMA mine")
     con.execute("""
@@ -74,8 +73,6 @@ def data(tmp_path, monkeypatch):
     for k in range(3):
         rows = con.execute(f"SELECT * FROM mine.reviews WHERE review_id % 3 = {k} ORDER BY 1").fetchall()
         with open(csv_dir / f"part-0000{k}.csv", "w", newline="", encoding="utf-8") as fh:
-            import csv
-
             w = csv.writer(fh)
             w.writerow(["review_id", "author", "body"])
             w.writerows(rows)
@@ -190,4 +187,4 @@ def test_file_sets_that_overlap_but_differ_are_refused(data, tmp_path, capsys):
     rc, out, err = cli(capsys, "sql", "--db", data, statement, "--out", tmp_path / "p.json")
     assert_one_line_error(rc, out, err, 1)
     assert "share files but are not the same files" in err
-    assert duckdb is not None and not (tmp_path / "p.json").exists()
+    assert not (tmp_path / "p.json").exists()

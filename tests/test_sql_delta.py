@@ -20,7 +20,7 @@ from dpspin_sql import ledger
 from dpspin_sql.embed import resolve, user_catalog
 from dpspin_sql.sketch.engines.own import OwnEngine
 from dpspin_sql.sql.audit import audit_statement
-from tests.helpers.core import assert_one_line_error, cli, install_atoms
+from tests.helpers.core import assert_one_line_error, cli, install_atoms, new_store
 
 dl = pytest.importorskip("deltalake", reason="deltalake (delta-rs) is not installed: no Delta table to write")
 pa = pytest.importorskip("pyarrow")
@@ -43,8 +43,7 @@ def _scores(lo: int, hi: int):
 def store(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "store.duckdb"
-    con = dpspin_sql.store.connect(path, create=True)
-    ledger.set_budget(con, 10.0, 1e-5)
+    con = new_store(path, epsilon_budget=10.0)
     install_atoms(con, list(range(len(THEMES))), THEMES)
     con.execute("COPY (SELECT i AS review_id, 'author-' || (i % 23) AS author FROM range(2000) t(i)) "
                 "TO 'reviews.parquet' (FORMAT parquet)")

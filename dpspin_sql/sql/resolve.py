@@ -282,7 +282,6 @@ class Catalog:
                    "files under it only", where)
         if delta:
             files = self._delta_files(path, literal)
-            self.delta_versions[str(path)] = self._delta_version
         else:
             files = dataset_files(path, fmt, literal)
         for f in files:
@@ -315,9 +314,8 @@ class Catalog:
                                "a statement reads files of one schema")
         return table, first, label
 
-    _delta_version = -1
-
     def _delta_files(self, path: Path, literal: str) -> list[str]:
+        """The Parquet files of the Delta table's current snapshot; its version is kept for the ledger."""
         from dpspin_sql.sql import delta
 
         if not path.is_dir():
@@ -330,7 +328,7 @@ class Catalog:
         if len(snap.files) > MAX_FILES:
             raise BadInput(f"the Delta table {literal} has {len(snap.files):,} files; a statement reads at most "
                            f"{MAX_FILES:,}")
-        self._delta_version = snap.version
+        self.delta_versions[str(path)] = snap.version
         return list(snap.files)
 
     def _describe_file(self, scan: exp.Expr, path: str, fmt: str) -> list[tuple[str, str]]:

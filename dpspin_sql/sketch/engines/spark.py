@@ -216,9 +216,10 @@ def sketch_from_frames(spark, bounds: Bounds, filters: SketchFilters | None, rec
             spark.catalog.dropTempView(view)
 
 
-def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
-    """The assignment map per partition: (record_id, atom_id, weight) rows from the saved scorer."""
-    schema = "record_id string, atom_id int, weight double"
+def scored(spark, rdd, scorer_bytes: bytes, K: int, text_index: int, emit):
+    """The assignment map per partition: the saved scorer broadcast as bytes, rebuilt once per
+    partition and applied batch by batch to each row's text (`row[text_index]`); `emit(row,
+    atom_id, weight)` makes the output row for each atom it keeps."""
     shared = spark.sparkContext.broadcast(scorer_bytes)
     K = int(K)
 
@@ -230,13 +231,19 @@ def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
         scorer = scorer_from_bytes(shared.value)
         rows = iter(rows)
         while batch := list(islice(rows, BATCH)):
-            texts = [r[1] or "" for r in batch]
+            texts = [r[text_index] or "" for r in batch]
             for row, kept in zip(batch, scorer.score_top_k(texts, K)):
                 for atom_id, weight in kept:
-                    yield row[0], int(atom_id), float(weight)
+                    yield emit(row, int(atom_id), float(weight))
 
-    pairs = records_df.select("record_id", "text").rdd.mapPartitions(per_partition)
-    return spark.createDataFrame(pairs, schema)
+    return rdd.mapPartitions(per_partition)
+
+
+def assign_on_spark(spark, records_df, scorer_bytes: bytes, K: int):
+    """The assignment map per partition: (record_id, atom_id, weight) rows from the saved scorer."""
+    pairs = scored(spark, records_df.select("record_id", "text").rdd, scorer_bytes, K, 1,
+                   lambda row, atom_id, weight: (row[0], atom_id, weight))
+    return spark.createDataFrame(pairs, "record_id string, atom_id int, weight double")
 
 
 def _export(rel: duckdb.DuckDBPyRelation, path: Path) -> str:

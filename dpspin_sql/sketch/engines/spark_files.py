@@ -72,6 +72,16 @@ class _Rendered:
     reads_aux: bool = False
 
 
+def _scan_files(scan: exp.Expr) -> tuple[tuple[str, ...], str, str]:
+    """(the files, their format, the CSV delimiter) of a file scan the audit wrote: read_parquet or
+    read_csv of one path or a list of paths (sql/resolve.py `Catalog.file`)."""
+    args = scan.expressions
+    paths = tuple(e.this for e in (args[0].expressions if isinstance(args[0], exp.Array) else [args[0]]))
+    delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
+                      and a.this.name.lower() in ("delim", "delimiter")), ",")
+    return paths, "parquet" if scan.name.lower() == "read_parquet" else "csv", delimiter
+
+
 def files_only(source: SketchSource) -> str | None:
     """None when every relation of `source` is a file read directly (what Spark can read in
     place); else why not, one line that says what to do."""
@@ -100,27 +110,20 @@ def render(source: SketchSource) -> _Rendered:
         for table in list(select.find_all(exp.Table)):
             alias = table.args.get("alias")
             if isinstance(table.this, exp.Anonymous) and table.this.name.lower() in READERS:
-                args = table.this.expressions
-                paths = tuple(e.this for e in (args[0].expressions if isinstance(args[0], exp.Array) else [args[0]]))
-                delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
-                                  and a.this.name.lower() in ("delim", "delimiter")), ",")
-                f = _File(f"{VIEW_PREFIX}file_{len(files)}", paths, "parquet" if table.this.name.lower() ==
-                          "read_parquet" else "csv", tuple(rel.file_columns), delimiter)
+                paths, fmt, delimiter = _scan_files(table.this)
+                f = _File(f"{VIEW_PREFIX}file_{len(files)}", paths, fmt, tuple(rel.file_columns), delimiter)
                 if f.format != ("parquet" if rel.format == "delta" else rel.format) or not paths:
                     raise AssertionError("a projection reads another file than its relation's")
                 files.append(f)
                 name = f.view
             elif isinstance(table.this, exp.Anonymous) and table.this.name.lower() == ASSIGN:
                 inner, text = table.this.expressions
-                args = inner.expressions
-                paths = tuple(e.this for e in (args[0].expressions if isinstance(args[0], exp.Array) else [args[0]]))
-                delimiter = next((a.expression.this for a in args[1:] if isinstance(a, exp.PropertyEQ)
-                                  and a.this.name.lower() in ("delim", "delimiter")), ",")
+                paths, fmt, delimiter = _scan_files(inner)
                 if rel.format != ASSIGN or not paths or tuple(rel.file_columns)[-2:] != (
                         ("atom_id", "INTEGER"), ("weight", "DOUBLE")):
                     raise AssertionError("a projection reads another relation than its dpspin_assign")
-                f = _File(f"{VIEW_PREFIX}assigned_{len(files)}", paths, "parquet" if inner.name.lower() ==
-                          "read_parquet" else "csv", tuple(rel.file_columns)[:-2], delimiter, assign_text=text.this)
+                f = _File(f"{VIEW_PREFIX}assigned_{len(files)}", paths, fmt, tuple(rel.file_columns)[:-2], delimiter,
+                          assign_text=text.this)
                 files.append(f)
                 name = f.view
             elif isinstance(table.this, exp.Anonymous) and table.this.name.lower() == SPARK_TABLE:
@@ -239,32 +242,17 @@ class SparkFilesEngine:
 
 
 def assign_frame(spark, df, scorer_bytes: bytes, K: int, text: str):
-    """The records' rows, each once per atom the saved scorer gives its text (`spark.assign_on_spark`'s
-    map, carrying every column of the row): (columns…, atom_id, weight)."""
+    """The records' rows, each once per atom the saved scorer gives its text (`spark.scored`, the
+    map `--spark-assign scorer` runs, carrying every column of the row): (columns…, atom_id, weight)."""
     from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
 
-    from dpspin_sql.sketch.engines.spark import BATCH
+    from dpspin_sql.sketch.engines.spark import scored
 
     index = [c.lower() for c in df.columns].index(text.lower())
     schema = StructType([*df.schema.fields, StructField("atom_id", IntegerType(), True),
                          StructField("weight", DoubleType(), True)])
-    shared = spark.sparkContext.broadcast(scorer_bytes)
-    K = int(K)
-
-    def per_partition(rows):
-        from itertools import islice
-
-        from dpspin_sql.assign import scorer_from_bytes
-
-        scorer = scorer_from_bytes(shared.value)
-        rows = iter(rows)
-        while batch := list(islice(rows, BATCH)):
-            texts = [r[index] or "" for r in batch]
-            for row, kept in zip(batch, scorer.score_top_k(texts, K)):
-                for atom_id, weight in kept:
-                    yield (*row, int(atom_id), float(weight))
-
-    return spark.createDataFrame(df.rdd.mapPartitions(per_partition), schema)
+    rows = scored(spark, df.rdd, scorer_bytes, K, index, lambda row, atom_id, weight: (*row, atom_id, weight))
+    return spark.createDataFrame(rows, schema)
 
 
 def sketch_over_files(spark, bounds: Bounds, filters: SketchFilters, rendered: _Rendered, atoms, aux,
